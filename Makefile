@@ -1,0 +1,28 @@
+# Set-up and entry points. Every target creates the virtual environment it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## demo: the main job on a default configuration (a reduced SwiftRL study, plots in out/demo)
+demo: $(STAMP)
+	$(PY) -m pimrl demo --out out/demo
+
+## test: the whole test suite
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+## bench: throughput benchmarks (figures printed, never asserted)
+bench: $(STAMP)
+	$(PY) benchmarks/bench_foundation.py
+
+clean:
+	rm -rf $(VENV) out build *.egg-info
