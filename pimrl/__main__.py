@@ -1,0 +1,3 @@
+from pimrl.cli import main
+
+raise SystemExit(main())
