@@ -1,0 +1,147 @@
+"""``make(env_id)``: the registry of environments and the spec-string syntax.
+
+A spec string is ``Name[:key=value,key=value]``, for example ``FrozenLake-v1``,
+``FrozenLake-v1:slippery=0``, ``FrozenLake-v1:seed=7,size=32``, ``CliffWalking-v1:max_steps=500``.
+Every value is a non-negative integer. ``env.env_id`` is canonical: the registered name
+(aliases resolved), keys sorted, options equal to their default omitted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pimrl.envs import toy_text
+from pimrl.envs.core import TabularEnv
+
+
+@dataclass(frozen=True)
+class _Option:
+    default: int | None          # None: absent unless given
+    choices: str                 # human-readable list of valid values
+    valid: Callable[[int], bool]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    build: Callable[[dict], tuple]   # options -> (tables, default max steps, description, desc)
+    options: dict[str, _Option] = field(default_factory=dict)
+
+
+_SLIPPERY = _Option(1, "0 or 1", lambda v: v in (0, 1))
+_MAX_STEPS = _Option(None, "an integer >= 1", lambda v: v >= 1)
+
+
+def _frozen_lake(map_name):
+    def build(opts):
+        size = opts.get("size")
+        if map_name == "4x4" and size is not None:
+            desc = toy_text.generate_frozen_lake_map(size, opts.get("seed", 0))
+            limit = 25 * size
+        else:
+            desc = toy_text.FROZEN_LAKE_MAPS[map_name]
+            limit = 100 if map_name == "4x4" else 200
+        tables = toy_text.frozen_lake_tables(desc, slippery=bool(opts["slippery"]))
+        return tables, limit, toy_text.FROZEN_LAKE_DOC, desc
+    return build
+
+
+def _taxi(opts):
+    return toy_text.taxi_tables(), 200, toy_text.TAXI_DOC, None
+
+
+def _cliff_walking(opts):
+    return toy_text.cliff_walking_tables(), 200, toy_text.CLIFF_WALKING_DOC, None
+
+
+#: name -> builder and its options (the one place environments are registered)
+REGISTRY: dict[str, _Entry] = {
+    "FrozenLake-v1": _Entry(_frozen_lake("4x4"), {
+        "slippery": _SLIPPERY,
+        "size": _Option(None, "an integer >= 2 (a generated size x size map)", lambda v: v >= 2),
+        "seed": _Option(0, "an integer >= 0 (with size)", lambda v: v >= 0),
+        "max_steps": _MAX_STEPS}),
+    "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS}),
+    "Taxi-v3": _Entry(_taxi, {"max_steps": _MAX_STEPS}),
+    "CliffWalking-v1": _Entry(_cliff_walking, {"max_steps": _MAX_STEPS}),
+}
+#: other names accepted for registered environments
+ALIASES = {"Taxi-v4": "Taxi-v3"}
+
+
+def env_ids() -> list[str]:
+    """The registered names (aliases excluded)."""
+    return list(REGISTRY)
+
+
+def _int_value(key: str, raw, choices: str) -> int:
+    if isinstance(raw, bool):
+        return int(raw)
+    if isinstance(raw, int):
+        return raw
+    text = str(raw).strip()
+    if text.isdigit():
+        return int(text)
+    raise ValueError(f"invalid value '{key}={raw}': expected {choices}")
+
+
+def parse_spec(env_id: str, **overrides) -> tuple[str, dict[str, int]]:
+    """Split a spec string into ``(registered name, options)``, validated, defaults filled in.
+
+    ``overrides`` (keyword options) take precedence over options in the string.
+    """
+    if not isinstance(env_id, str) or not env_id.strip():
+        raise ValueError(f"environment id must be a non-empty string, got {env_id!r}")
+    name, _, rest = env_id.strip().partition(":")
+    name = ALIASES.get(name, name)
+    if name not in REGISTRY:
+        valid = ", ".join(sorted(list(REGISTRY) + list(ALIASES)))
+        raise ValueError(f"unknown environment {name!r}; valid names: {valid}")
+    entry = REGISTRY[name]
+    given: dict[str, object] = {}
+    for token in filter(None, (t.strip() for t in rest.split(","))) if rest else ():
+        key, eq, value = token.partition("=")
+        key = key.strip()
+        if not eq:
+            raise ValueError(f"option {token!r} in {env_id!r} is not of the form key=value")
+        if key in given:
+            raise ValueError(f"option {key!r} given twice in {env_id!r}")
+        given[key] = value
+    given.update(overrides)
+    opts: dict[str, int] = {}
+    for key, raw in given.items():
+        if key not in entry.options:
+            valid = ", ".join(sorted(entry.options)) or "none"
+            raise ValueError(f"unknown option {key!r} for {name}; valid options: {valid}")
+        spec = entry.options[key]
+        value = _int_value(key, raw, spec.choices)
+        if not spec.valid(value):
+            raise ValueError(f"invalid value '{key}={raw}' for {name}: expected {spec.choices}")
+        opts[key] = value
+    if "seed" in opts and "size" not in opts:
+        raise ValueError(f"option 'seed' for {name} needs 'size' (a generated map)")
+    for key, spec in entry.options.items():
+        if key not in opts and spec.default is not None:
+            opts[key] = spec.default
+    return name, opts
+
+
+def make(env_id: str, **overrides) -> TabularEnv:
+    """Build the ``TabularEnv`` of a spec string such as ``"FrozenLake-v1:size=32,seed=7"``.
+
+    Keyword ``overrides`` set options too (``make("FrozenLake-v1", slippery=0)``). Unknown
+    names, keys or values raise ``ValueError`` naming the offending token and the choices.
+    """
+    name, opts = parse_spec(env_id, **overrides)
+    entry = REGISTRY[name]
+    tables, limit, description, desc = entry.build(opts)
+    if opts.get("max_steps") == limit:
+        del opts["max_steps"]
+    max_steps = opts.get("max_steps", limit)
+    shown = {k: v for k, v in opts.items() if entry.options[k].default != v}
+    if "size" in opts:            # a generated map always names its seed
+        shown["seed"] = opts["seed"]
+    canonical = name + (":" + ",".join(f"{k}={shown[k]}" for k in sorted(shown)) if shown else "")
+    next_state, prob, reward, terminated, initial, goal = tables
+    return TabularEnv(next_state=next_state, prob=prob, reward=reward, terminated=terminated,
+                      initial_dist=initial, goal=goal, max_episode_steps=max_steps,
+                      env_id=canonical, description=description, desc=desc)

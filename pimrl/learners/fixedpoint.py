@@ -1,0 +1,72 @@
+"""INT32 fixed point (Q format with ``F`` fractional bits) and its saturating arithmetic.
+
+Conversions from float round to nearest (ties to even). Products are the exact 64-bit
+product shifted right by F with round-half-up; every result saturates to the int32 range and
+each saturation is counted, never wrapped silently (docs/design.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+DEFAULT_FRAC_BITS = 16
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def to_fixed_scalar(x: float, frac_bits: int, name: str = "value") -> int:
+    """One float as a Q-format int32; out-of-range values raise ValueError naming ``name``."""
+    v = float(np.rint(np.float64(x) * (1 << frac_bits)))
+    if not (INT32_MIN <= v <= INT32_MAX) or not np.isfinite(v):
+        lim = 2.0 ** (31 - frac_bits)
+        raise ValueError(f"{name}={x!r} does not fit in Q{31 - frac_bits}.{frac_bits} "
+                         f"fixed point (range +-{lim:g})")
+    return int(v)
+
+
+def to_fixed(x: np.ndarray, frac_bits: int, name: str = "values") -> np.ndarray:
+    """Floats as Q-format int32; the first out-of-range value raises ValueError with its index."""
+    x = np.asarray(x, dtype=np.float64)
+    v = np.rint(x * (1 << frac_bits))
+    bad = ~np.isfinite(v) | (v < INT32_MIN) | (v > INT32_MAX)
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        lim = 2.0 ** (31 - frac_bits)
+        raise ValueError(f"{name}[{i}]={x.ravel()[i]!r} does not fit in Q{31 - frac_bits}."
+                         f"{frac_bits} fixed point (range +-{lim:g})")
+    return v.astype(np.int32)
+
+
+def from_fixed(x: np.ndarray, frac_bits: int) -> np.ndarray:
+    """Q-format int32 back to float64 (exact)."""
+    return np.asarray(x, dtype=np.float64) / float(1 << frac_bits)
+
+
+@njit(cache=True, inline="always")
+def sat32(x, sat):
+    """Clamp an int64 to int32, counting a saturation in ``sat[0]``."""
+    if x > INT32_MAX:
+        sat[0] += 1
+        return np.int32(INT32_MAX)
+    if x < INT32_MIN:
+        sat[0] += 1
+        return np.int32(INT32_MIN)
+    return np.int32(x)
+
+
+@njit(cache=True, inline="always")
+def fx_mul(a, b, frac_bits, sat):
+    """Q-format product with round-half-up and saturation."""
+    p = np.int64(a) * np.int64(b)
+    p = (p + (np.int64(1) << (frac_bits - 1))) >> frac_bits
+    return sat32(p, sat)
+
+
+@njit(cache=True, inline="always")
+def fx_add(a, b, sat):
+    return sat32(np.int64(a) + np.int64(b), sat)
+
+
+@njit(cache=True, inline="always")
+def fx_sub(a, b, sat):
+    return sat32(np.int64(a) - np.int64(b), sat)

@@ -1,0 +1,114 @@
+"""A deliberately plain, slow re-statement of docs/design.md in pure Python.
+
+Used only by the tests, on small inputs, to check the compiled reference learner: it shares
+no code with it (no numba, no shared update function), only the written contract.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pimrl.rng import lane_seed
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _xs(x):
+    x ^= (x << 13) & 0xFFFFFFFF
+    x ^= x >> 17
+    x ^= (x << 5) & 0xFFFFFFFF
+    return x
+
+
+class _Sat:
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, v):
+        if v > INT32_MAX:
+            self.count += 1
+            return INT32_MAX
+        if v < INT32_MIN:
+            self.count += 1
+            return INT32_MIN
+        return v
+
+
+def lane_orders(lanes, sampling, stride, rng_state, lane):
+    """One epoch's index sequence of one lane (RAN advances ``rng_state[lane]``)."""
+    start, end = lanes[lane]
+    n = end - start
+    if sampling == "seq":
+        return list(range(start, end))
+    if sampling == "str":
+        return [start + o + stride * i for o in range(stride) for i in range(n) if o + stride * i < n]
+    raise AssertionError("RAN draws lazily")
+
+
+def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
+    """Return (Q as float32/int32 array, saturation count) for one partition."""
+    F = params.frac_bits
+    fx = lambda v: int(np.rint(np.float64(v) * (1 << F)))
+    is_int = params.dtype == "int32"
+    sat = _Sat()
+    q = [[0] * n_actions for _ in range(n_states)] if is_int else \
+        [[np.float32(0)] * n_actions for _ in range(n_states)]
+    rng = [lane_seed(params.seed, int(i)) for i in lane_ids]
+    thr = min(int(params.epsilon * 4294967296.0), 4294967296)
+    alpha = fx(params.alpha) if is_int else np.float32(params.alpha)
+    gamma = fx(params.gamma) if is_int else np.float32(params.gamma)
+
+    def mul(a, b):
+        return sat((a * b + (1 << (F - 1))) >> F)
+
+    def argmax(row):
+        best = 0
+        for k in range(1, len(row)):
+            if row[k] > row[best]:
+                best = k
+        return best
+
+    def update(j, t):
+        rec = records[j]
+        s, a, s2 = int(rec["state"]), int(rec["action"]), int(rec["next_state"])
+        r = fx(rec["reward"]) if is_int else np.float32(rec["reward"])
+        if rec["terminated"]:
+            target = r
+        else:
+            if params.algo == "q":
+                m = q[s2][argmax(q[s2])]
+            else:
+                b = int(rec["next_action"])
+                if params.next_action == "epsilon-greedy":
+                    rng[t] = _xs(rng[t])
+                    if rng[t] < thr:
+                        rng[t] = _xs(rng[t])
+                        b = (rng[t] * n_actions) >> 32
+                    else:
+                        b = argmax(q[s2])
+                m = q[s2][b]
+            target = sat(r + mul(gamma, m)) if is_int else np.float32(r + np.float32(gamma * m))
+        cur = q[s][a]
+        if is_int:
+            td = sat(target - cur)
+            q[s][a] = sat(cur + mul(alpha, td))
+        else:
+            td = np.float32(target - cur)
+            q[s][a] = np.float32(cur + np.float32(alpha * td))
+
+    T = len(lanes)
+    for _ in range(params.epochs):
+        orders = [None if params.sampling == "ran" else lane_orders(lanes, params.sampling, params.stride, rng, t)
+                  for t in range(T)]
+        longest = max(e - s for s, e in lanes)
+        for i in range(longest):
+            for t in range(T):
+                s0, e0 = lanes[t]
+                if i >= e0 - s0:
+                    continue
+                if params.sampling == "ran":
+                    rng[t] = _xs(rng[t])
+                    j = s0 + ((rng[t] * (e0 - s0)) >> 32)
+                else:
+                    j = orders[t][i]
+                update(j, t)
+    return np.array(q, dtype=np.int32 if is_int else np.float32), sat.count

@@ -1,0 +1,65 @@
+"""Host-side aggregation of the DPUs' Q-tables, chosen by name.
+
+``mean`` (SwiftRL: the plain average), ``weighted`` (each entry weighted by how often each
+DPU updated it), and ``sync:R`` (R rounds; after each, the mean is broadcast back to every
+DPU, as in federated Q-learning). Tables arrive raw (float32 or Q-format int32); aggregates
+are float64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pimrl.learners import fixedpoint
+
+
+def mean_tables(q_float: np.ndarray, visits: np.ndarray | None = None) -> np.ndarray:
+    """Average over DPUs (axis 0), in float64."""
+    return q_float.mean(axis=0, dtype=np.float64)
+
+
+def weighted_tables(q_float: np.ndarray, visits: np.ndarray) -> np.ndarray:
+    """Visit-weighted average; entries no DPU updated take the plain mean."""
+    w = visits.astype(np.float64)
+    total = w.sum(axis=0)
+    weighted = (w * q_float).sum(axis=0)
+    plain = q_float.mean(axis=0, dtype=np.float64)
+    return np.where(total > 0, weighted / np.where(total > 0, total, 1.0), plain)
+
+
+AGGREGATORS = {"mean": mean_tables, "weighted": weighted_tables}
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """A parsed ``--aggregate`` value."""
+
+    name: str            # a key of AGGREGATORS
+    rounds: int          # 1 = aggregate once at the end
+    needs_visits: bool
+
+    @property
+    def label(self) -> str:
+        return f"sync:{self.rounds}" if self.rounds > 1 else self.name
+
+
+def parse_aggregate(spec: str) -> AggregateSpec:
+    """``mean`` | ``weighted`` | ``sync:R`` (R >= 1 rounds of mean aggregation)."""
+    if spec in AGGREGATORS:
+        return AggregateSpec(spec, 1, spec == "weighted")
+    name, _, rounds = spec.partition(":")
+    if name == "sync" and rounds.isdigit() and int(rounds) >= 1:
+        return AggregateSpec("mean", int(rounds), False)
+    raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted or sync:R (R >= 1 rounds)")
+
+
+def raw_to_float(raw: np.ndarray, dtype: str, frac_bits: int) -> np.ndarray:
+    return fixedpoint.from_fixed(raw, frac_bits) if dtype == "int32" else raw.astype(np.float64)
+
+
+def float_to_raw(q: np.ndarray, dtype: str, frac_bits: int) -> np.ndarray:
+    """An aggregate as the DPUs store it (round to nearest float32, or Q format)."""
+    if dtype == "int32":
+        return fixedpoint.to_fixed(q, frac_bits, "aggregated Q")
+    return q.astype(np.float32)

@@ -1,0 +1,141 @@
+"""The hardware description every part of the simulator reads: one place for every number.
+
+Sources are in docs/cost-model.md; figures marked uncertain there are starting points for
+calibration. Presets: ``upmem-2556`` (the 2,556-DPU, 350 MHz PrIM server), ``upmem-640``
+(10 ranks at 267 MHz), ``upmem-v1b`` (400 MHz, 63,488 B WRAM, 16 tasklets). What-if
+variants come from ``Hardware.with_overrides`` (``--hw key=value`` on the command line).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+KiB, MiB = 1024, 1024 * 1024
+
+# Instructions per operation, derived from PrIM's arithmetic throughput at 350 MHz
+# (throughput = f / (instructions of the loop), the loop adding 5 instructions for 32-bit
+# and 6 for 64-bit element types): e.g. INT32 MUL 10.27 MOPS -> 34 - 5 = 29.
+DEFAULT_OP_INSTRUCTIONS = {
+    "int32_add": 1, "int32_sub": 1, "int32_mul": 29, "int32_div": 26,
+    "int64_add": 1, "int64_sub": 1, "int64_mul": 131, "int64_div": 244,
+    "float_add": 66, "float_sub": 71, "float_mul": 178, "float_div": 1024,
+    "double_add": 99, "double_sub": 107, "double_mul": 654, "double_div": 2181,
+    # Not measured by PrIM (uncertain): a soft-float compare, a mutex lock/unlock pair.
+    "float_cmp": 24, "mutex": 4,
+}
+
+# Host <-> DPU parallel transfers across 32 ranks (SDK 2023.2): per-DPU bytes -> GB/s.
+XFER_SIZES = (1 * KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 512 * KiB, 1 * MiB)
+XFER_TO_DPU_GBPS_32R = (3.5, 6.3, 11.6, 14.2, 20.8, 22.6, 20.1)
+XFER_FROM_DPU_GBPS_32R = (1.85, 3.45, 5.2, 8.2, 11.1, 11.0, 9.8)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One UPMEM system: shape, memories, pipeline, DMA and host-transfer figures."""
+
+    name: str = "upmem-2556"
+    n_ranks: int = 40
+    dpus_per_rank: int = 64
+    n_faulty_dpus: int = 4               # disabled DPUs (the 2,556-DPU server has 4)
+    frequency_hz: float = 350e6
+    mram_bytes: int = 64 * MiB
+    wram_bytes: int = 64 * KiB
+    iram_bytes: int = 24 * KiB
+    max_tasklets: int = 24
+    issue_interval: int = 11             # cycles between two instructions of one tasklet
+    stack_bytes_per_tasklet: int = 256   # WRAM stack reserved per tasklet
+    dma_alpha_read: float = 117.0        # cycles per mram_read, fitted to 628.23 MB/s at 2 KiB
+    dma_alpha_write: float = 108.0       # cycles per mram_write, fitted to 633.22 MB/s at 2 KiB
+    dma_beta: float = 0.5                # cycles per byte
+    # Single-rank host transfers (PrIM, SDK 2021.1), GB/s.
+    serial_to_dpu_gbps: float = 0.27
+    serial_from_dpu_gbps: float = 0.12
+    parallel_to_dpu_gbps_1r: float = 6.68
+    parallel_from_dpu_gbps_1r: float = 4.74
+    broadcast_gbps_1r: float = 16.88
+    # Multi-rank parallel transfer curves (32 ranks) by per-DPU size.
+    xfer_sizes: tuple = XFER_SIZES
+    xfer_to_dpu_gbps_32r: tuple = XFER_TO_DPU_GBPS_32R
+    xfer_from_dpu_gbps_32r: tuple = XFER_FROM_DPU_GBPS_32R
+    op_instructions: dict = field(default_factory=lambda: dict(DEFAULT_OP_INSTRUCTIONS))
+
+    def __post_init__(self):
+        for name in ("n_ranks", "dpus_per_rank", "mram_bytes", "wram_bytes", "max_tasklets",
+                     "issue_interval"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"hardware {self.name}: {name} must be positive, "
+                                 f"got {getattr(self, name)}")
+        if not 0 <= self.n_faulty_dpus < self.n_ranks * self.dpus_per_rank:
+            raise ValueError(f"hardware {self.name}: n_faulty_dpus={self.n_faulty_dpus} invalid")
+        if self.frequency_hz <= 0:
+            raise ValueError(f"hardware {self.name}: frequency_hz must be positive")
+
+    @property
+    def n_dpu_slots(self) -> int:
+        return self.n_ranks * self.dpus_per_rank
+
+    @property
+    def n_dpus(self) -> int:
+        """Functional DPUs (slots less faulty ones)."""
+        return self.n_dpu_slots - self.n_faulty_dpus
+
+    def faulty_mask(self) -> np.ndarray:
+        """bool per DPU slot: the faulty DPUs are the last slots of the last ranks."""
+        mask = np.zeros(self.n_dpu_slots, dtype=bool)
+        if self.n_faulty_dpus:
+            mask[-self.n_faulty_dpus:] = True
+        return mask
+
+    def with_overrides(self, **overrides) -> "Hardware":
+        """A what-if copy, e.g. ``with_overrides(frequency_hz=500e6, n_ranks=64)``.
+
+        ``op_<name>=N`` overrides one instruction cost (``op_int32_mul=1`` for a native
+        multiplier)."""
+        ops = dict(self.op_instructions)
+        plain = {}
+        for key, value in overrides.items():
+            if key.startswith("op_"):
+                if key[3:] not in ops:
+                    raise ValueError(f"unknown operation {key[3:]!r}; known: {', '.join(ops)}")
+                ops[key[3:]] = float(value)
+            elif key in {f.name for f in dataclasses.fields(self)}:
+                plain[key] = value
+            else:
+                known = ", ".join(f.name for f in dataclasses.fields(self))
+                raise ValueError(f"unknown hardware parameter {key!r}; known: {known}, op_<operation>")
+        if "name" not in plain:
+            plain["name"] = self.name + "*"
+        return dataclasses.replace(self, op_instructions=ops, **plain)
+
+
+PRESETS = {
+    "upmem-2556": Hardware(),
+    "upmem-2560": Hardware(name="upmem-2560", n_faulty_dpus=0),
+    "upmem-640": Hardware(name="upmem-640", n_ranks=10, n_faulty_dpus=0, frequency_hz=267e6),
+    "upmem-v1b": Hardware(name="upmem-v1b", frequency_hz=400e6, wram_bytes=63488, max_tasklets=16),
+}
+
+
+def parse_overrides(items) -> dict:
+    """``["frequency_hz=500e6", "n_ranks=64"]`` -> dict with numbers parsed."""
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"hardware override {item!r} must look like key=value")
+        try:
+            num = float(value)
+            out[key.strip()] = int(num) if num.is_integer() and "." not in value and "e" not in value.lower() else num
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
+def get_hardware(name: str = "upmem-2556", overrides=None) -> Hardware:
+    if name not in PRESETS:
+        raise ValueError(f"unknown hardware preset {name!r}; known: {', '.join(PRESETS)}")
+    hw = PRESETS[name]
+    return hw.with_overrides(**overrides) if overrides else hw

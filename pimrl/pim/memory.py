@@ -1,0 +1,101 @@
+"""Per-DPU memories. MRAM is paged and lazy: 2,560 banks of 64 MiB cost only the pages
+written. WRAM is one dense array whose untouched pages the OS never backs (``np.zeros``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+PAGE_SHIFT = 12                      # 4 KiB MRAM pages
+PAGE_BYTES = 1 << PAGE_SHIFT
+
+
+class PagedMram:
+    """The MRAM banks of ``n_dpus`` DPUs, ``bank_bytes`` each, allocated page by page.
+
+    ``page_table[d, p]`` is 0 for a page never written (reads as zeros) or ``1 + i`` for
+    row ``i`` of ``pool``. Both arrays are handed to compiled kernels as they are.
+    """
+
+    def __init__(self, n_dpus: int, bank_bytes: int):
+        if bank_bytes % PAGE_BYTES:
+            raise ValueError(f"MRAM size {bank_bytes} is not a multiple of {PAGE_BYTES}")
+        self.n_dpus = n_dpus
+        self.bank_bytes = bank_bytes
+        # np.zeros is calloc'ed: the OS backs only the rows of the table that get touched.
+        self.page_table = np.zeros((n_dpus, bank_bytes >> PAGE_SHIFT), dtype=np.int32)
+        self.pool = np.zeros((16, PAGE_BYTES), dtype=np.uint8)
+        self.n_pages = 0
+
+    @property
+    def bytes_allocated(self) -> int:
+        return self.n_pages * PAGE_BYTES
+
+    def _map(self, dpus: np.ndarray, first_page: int, last_page: int) -> np.ndarray:
+        """Page ids (pool rows + 1) of pages [first, last] of ``dpus``, allocating missing ones."""
+        block = self.page_table[dpus, first_page:last_page + 1]
+        missing = block == 0
+        n_new = int(missing.sum())
+        if n_new:
+            need = self.n_pages + n_new
+            if need > len(self.pool):
+                grown = np.zeros((max(need, 2 * len(self.pool)), PAGE_BYTES), dtype=np.uint8)
+                grown[: self.n_pages] = self.pool[: self.n_pages]
+                self.pool = grown
+            block[missing] = np.arange(self.n_pages + 1, need + 1, dtype=np.int32)
+            self.n_pages = need
+            self.page_table[dpus, first_page:last_page + 1] = block
+        return block
+
+    def write(self, dpus, offset: int, data: np.ndarray) -> None:
+        """Write ``data`` ((len(dpus), n) bytes, or (n,) for the same bytes to all) at ``offset``."""
+        dpus = np.asarray(dpus, dtype=np.int64)
+        data = np.asarray(data, dtype=np.uint8)
+        n = data.shape[-1]
+        if n == 0 or len(dpus) == 0:
+            return
+        first, last = offset >> PAGE_SHIFT, (offset + n - 1) >> PAGE_SHIFT
+        pages = self._map(dpus, first, last)
+        pos = 0
+        for k in range(last - first + 1):
+            lo = (offset + pos) & (PAGE_BYTES - 1)
+            chunk = min(n - pos, PAGE_BYTES - lo)
+            src = data[..., pos:pos + chunk]
+            self.pool[pages[:, k] - 1, lo:lo + chunk] = src if src.ndim == 2 else src[None, :]
+            pos += chunk
+
+    def read(self, dpus, offset: int, n: int) -> np.ndarray:
+        """Bytes [offset, offset + n) of every DPU in ``dpus``: (len(dpus), n) uint8."""
+        dpus = np.asarray(dpus, dtype=np.int64)
+        out = np.zeros((len(dpus), n), dtype=np.uint8)
+        if n == 0 or len(dpus) == 0:
+            return out
+        first, last = offset >> PAGE_SHIFT, (offset + n - 1) >> PAGE_SHIFT
+        pages = self.page_table[dpus, first:last + 1]
+        pos = 0
+        for k in range(last - first + 1):
+            lo = (offset + pos) & (PAGE_BYTES - 1)
+            chunk = min(n - pos, PAGE_BYTES - lo)
+            mapped = pages[:, k] > 0
+            if mapped.any():
+                out[mapped, pos:pos + chunk] = self.pool[pages[mapped, k] - 1, lo:lo + chunk]
+            pos += chunk
+        return out
+
+
+@njit(cache=True, inline="always")
+def mram_copy_to_wram(page_row, pool, addr, dst, dst_off, n):
+    """Copy n MRAM bytes at ``addr`` of one bank (its ``page_row``) into ``dst[dst_off:]``."""
+    done = 0
+    while done < n:
+        a = addr + done
+        page = a >> PAGE_SHIFT
+        lo = a & (PAGE_BYTES - 1)
+        chunk = min(n - done, PAGE_BYTES - lo)
+        pid = page_row[page]
+        if pid == 0:
+            for i in range(chunk):
+                dst[dst_off + done + i] = 0
+        else:
+            dst[dst_off + done:dst_off + done + chunk] = pool[pid - 1, lo:lo + chunk]
+        done += chunk

@@ -1,0 +1,454 @@
+"""The simulated UPMEM system with the SDK host API's semantics (``dpu.h``).
+
+``dpu_alloc`` returns a :class:`DpuSet` over whole ranks of a :class:`Machine`; sets of ranks
+and of single DPUs come from ``rank_sets()`` / ``dpu_sets()`` (``DPU_RANK_FOREACH`` /
+``DPU_FOREACH``). Every transfer checks the SDK's rules in the SDK's order and records its
+modelled time; every launch runs the loaded program on all DPUs of the set at once and
+records the modelled time of the slowest DPU. The C shim of ``host/`` drives this class.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pimrl.pim import cost
+from pimrl.pim.errors import fail
+from pimrl.pim.hardware import Hardware, get_hardware, parse_overrides
+from pimrl.pim.memory import PagedMram
+
+DPU_ALLOCATE_ALL = 0xFFFFFFFF
+MRAM_BASE = 0x08000000               # DPU address of MRAM byte 0 (WRAM starts at 0)
+IRAM_BASE = 0x80000000
+DPU_MRAM_HEAP_POINTER_NAME = "__sys_used_mram_end"
+
+# dpu_launch_policy_t, dpu_xfer_t, dpu_xfer_flags_t (SDK values)
+DPU_ASYNCHRONOUS, DPU_SYNCHRONOUS = 0, 1
+DPU_XFER_TO_DPU, DPU_XFER_FROM_DPU = 0, 1
+DPU_XFER_DEFAULT, DPU_XFER_NO_RESET, DPU_XFER_ASYNC = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A host-visible symbol: ``__mram``/``__mram_noinit`` globals and ``__host`` WRAM ones."""
+
+    name: str
+    address: int          # DPU address (MRAM symbols at MRAM_BASE + offset)
+    size: int
+
+    @property
+    def space(self) -> str:
+        if self.address >= IRAM_BASE:
+            return "iram"
+        return "mram" if self.address >= MRAM_BASE else "wram"
+
+    @property
+    def offset(self) -> int:
+        """Byte offset inside its memory."""
+        return self.address - (IRAM_BASE if self.space == "iram" else MRAM_BASE if self.space == "mram" else 0)
+
+
+@dataclass
+class LaunchResult:
+    """What one launch of a program reports: modelled cycles per DPU and any faults."""
+
+    cycles: np.ndarray                                   # float64, one per launched DPU
+    faults: list = field(default_factory=list)           # (slot, tasklet, reason)
+    counters: np.ndarray | None = None
+
+
+class DpuProgram:
+    """A program a DPU set can load: its symbols and how to run it on many DPUs at once."""
+
+    name = "program"
+    symbols: dict = {}
+    wram_used = 0
+    mram_used = 0
+
+    def launch(self, alloc: "Allocation", slots: np.ndarray) -> LaunchResult:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Machine:
+    """One UPMEM system: its ranks, which of them are allocated, and its faulty DPUs."""
+
+    def __init__(self, hardware: Hardware | None = None):
+        self.hw = hardware or get_hardware()
+        self.rank_free = np.ones(self.hw.n_ranks, dtype=bool)
+        self.functional = ~self.hw.faulty_mask().reshape(self.hw.n_ranks, self.hw.dpus_per_rank)
+
+
+_MACHINES: dict = {}
+
+
+def default_machine(hardware: Hardware) -> Machine:
+    key = repr(hardware)
+    if key not in _MACHINES:
+        _MACHINES[key] = Machine(hardware)
+    return _MACHINES[key]
+
+
+def parse_profile(profile: str | None) -> dict:
+    """``"backend=simulator,hardware=upmem-640,frequency_hz=400e6"`` -> dict; NULL equals ""."""
+    out = {}
+    for item in (profile or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise fail("INVALID_PROFILE", f"profile entry {item!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+class Allocation:
+    """The state behind one ``dpu_alloc``: its ranks' memories, programs and transfers."""
+
+    def __init__(self, machine: Machine, ranks: np.ndarray, enabled: np.ndarray):
+        hw = machine.hw
+        self.machine, self.hw, self.ranks = machine, hw, ranks
+        self.n_slots = len(ranks) * hw.dpus_per_rank
+        self.enabled = enabled                        # bool per slot
+        self.mram = PagedMram(self.n_slots, hw.mram_bytes)
+        self.wram = np.zeros((self.n_slots, hw.wram_bytes), dtype=np.uint8)
+        self.program_of = np.full(self.n_slots, -1, dtype=np.int64)
+        self.programs: list = []
+        self.prepared: dict = {}
+        self.running = np.zeros(len(ranks), dtype=bool)
+        self.pending_faults: list = []
+        self.logs: dict = {}
+        self.ledger = cost.TimeBreakdown()
+        self.phase: str | None = None                 # overrides the category of transfers
+        self.freed = False
+
+    def rank_of(self, slots):
+        return np.asarray(slots) // self.hw.dpus_per_rank
+
+    def category(self, to_dpu: bool) -> str:
+        return self.phase or ("cpu_dpu" if to_dpu else "dpu_cpu")
+
+
+def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
+              hardware: Hardware | None = None, machine: Machine | None = None) -> "DpuSet":
+    """Allocate DPUs as the SDK does: whole ranks, the surplus of the last rank disabled."""
+    opts = parse_profile(profile)
+    backend = opts.pop("backend", "simulator")
+    if backend not in ("simulator", "pimrl"):
+        raise fail("INVALID_PROFILE", f"backend={backend!r}: pimrl simulates (use backend=simulator)")
+    opts.pop("nrThreadsPerRank", None)
+    if machine is None:
+        try:
+            hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),
+                                          parse_overrides(f"{k}={v}" for k, v in opts.items()))
+        except ValueError as exc:
+            raise fail("INVALID_PROFILE", str(exc)) from None
+        machine = default_machine(hw)
+    hw = machine.hw
+    free = np.flatnonzero(machine.rank_free)
+    per_rank = machine.functional[free].sum(axis=1)
+    if nr_dpus == DPU_ALLOCATE_ALL:
+        take = len(free)
+        want = int(per_rank.sum())
+    else:
+        if nr_dpus <= 0:
+            raise fail("ALLOCATION", f"cannot allocate {nr_dpus} DPUs")
+        cum = np.cumsum(per_rank)
+        if len(cum) == 0 or cum[-1] < nr_dpus:
+            have = int(cum[-1]) if len(cum) else 0
+            raise fail("ALLOCATION", f"asked for {nr_dpus} DPUs; {have} are free on "
+                       f"{hw.name} ({hw.n_dpus} functional DPUs in {hw.n_ranks} ranks)")
+        take = int(np.searchsorted(cum, nr_dpus) + 1)
+        want = nr_dpus
+    if take == 0:
+        raise fail("ALLOCATION", f"no free rank on {hw.name}")
+    ranks = free[:take]
+    enabled = machine.functional[ranks].ravel().copy()
+    surplus = np.flatnonzero(enabled)[want:]
+    enabled[surplus] = False
+    machine.rank_free[ranks] = False
+    alloc = Allocation(machine, ranks, enabled)
+    return DpuSet(alloc, np.flatnonzero(enabled), "all")
+
+
+class DpuSet:
+    """A set of DPUs (all of an allocation, one rank, or one DPU) with the SDK's operations."""
+
+    def __init__(self, alloc: Allocation, slots: np.ndarray, kind: str):
+        self.alloc, self.slots, self.kind = alloc, np.asarray(slots, dtype=np.int64), kind
+
+    # ---------------------------------------------------------------- shape
+    @property
+    def nr_dpus(self) -> int:
+        return len(self.slots)
+
+    @property
+    def nr_ranks(self) -> int:
+        return len(np.unique(self.alloc.rank_of(self.slots)))
+
+    def dpu_sets(self):
+        """``DPU_FOREACH``: one single-DPU set per enabled DPU, in order."""
+        return [DpuSet(self.alloc, [s], "dpu") for s in self.slots]
+
+    def rank_sets(self):
+        """``DPU_RANK_FOREACH``: one set per rank (its enabled DPUs)."""
+        ranks = self.alloc.rank_of(self.slots)
+        return [DpuSet(self.alloc, self.slots[ranks == r], "rank") for r in np.unique(ranks)]
+
+    def _check_alive(self):
+        if self.alloc.freed:
+            raise fail("INVALID_DPU_SET", "this DPU set was freed")
+
+    # ---------------------------------------------------------------- programs
+    def free(self):
+        self._check_alive()
+        if self.kind != "all":
+            raise fail("INVALID_DPU_SET", "dpu_free takes the set returned by dpu_alloc")
+        self.alloc.machine.rank_free[self.alloc.ranks] = True
+        self.alloc.freed = True
+
+    def load(self, program: DpuProgram) -> DpuProgram:
+        """``dpu_load``: WRAM globals are (re)initialised now, not at each launch."""
+        self._check_alive()
+        a = self.alloc
+        if program.wram_used > a.hw.wram_bytes:
+            raise fail("ELF_INVALID_FILE", f"program {program.name} needs {program.wram_used} B of "
+                       f"WRAM; {a.hw.name} has {a.hw.wram_bytes} B")
+        if program not in a.programs:
+            a.programs.append(program)
+        a.program_of[self.slots] = a.programs.index(program)
+        a.wram[self.slots, : program.wram_used] = 0
+        init = getattr(program, "initial_data", None)
+        if init:
+            init(a, self.slots)
+        for s in self.slots:
+            a.logs.pop(int(s), None)
+        return program
+
+    def program(self) -> DpuProgram:
+        """The one program every DPU of the set runs (the SDK's first transfer check)."""
+        ids = np.unique(self.alloc.program_of[self.slots])
+        if len(ids) > 1:
+            raise fail("DIFFERENT_DPU_PROGRAMS", f"the {self.nr_dpus} DPUs of this set run "
+                       f"{len(ids)} different programs")
+        if len(ids) == 0 or ids[0] < 0:
+            raise fail("NO_PROGRAM_LOADED", "no program is loaded on this DPU set")
+        return self.alloc.programs[int(ids[0])]
+
+    def get_symbol(self, name: str) -> Symbol:
+        program = self.program()
+        try:
+            return program.symbols[name]
+        except KeyError:
+            raise fail("UNKNOWN_SYMBOL", f"program {program.name} has no host-visible symbol "
+                       f"{name!r} (it has: {', '.join(sorted(program.symbols))})") from None
+
+    def _resolve(self, symbol, offset: int, length: int) -> Symbol:
+        """The SDK's checks, in its order: same program, symbol, bounds, memory alignment."""
+        self._check_alive()
+        sym = symbol if isinstance(symbol, Symbol) else self.get_symbol(symbol)
+        if isinstance(symbol, Symbol):
+            self.program()
+        if offset < 0 or length < 0 or offset + length > sym.size:
+            raise fail("INVALID_SYMBOL_ACCESS", f"{sym.name}: offset {offset} + length {length} "
+                       f"exceeds the symbol's {sym.size} bytes")
+        if sym.space == "mram" and (offset % 8 or length % 8):
+            raise fail("INVALID_MRAM_ACCESS", f"{sym.name}: MRAM offset {offset} and length "
+                       f"{length} must be multiples of 8")
+        if sym.space == "wram" and (offset % 4 or length % 4):
+            raise fail("INVALID_WRAM_ACCESS", f"{sym.name}: WRAM offset {offset} and length "
+                       f"{length} must be multiples of 4")
+        if sym.space == "iram" and (offset % 8 or length % 8):
+            raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM offset {offset} and length "
+                       f"{length} must be multiples of 8")
+        return sym
+
+    # ---------------------------------------------------------------- memory access
+    def _write(self, slots, sym: Symbol, offset: int, data: np.ndarray):
+        a = self.alloc
+        if sym.space == "mram":
+            a.mram.write(slots, sym.offset + offset, data)
+        elif sym.space == "wram":
+            start = sym.offset + offset
+            a.wram[slots, start:start + data.shape[-1]] = data
+        else:
+            raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not writable in the simulator")
+
+    def _read(self, slots, sym: Symbol, offset: int, length: int) -> np.ndarray:
+        a = self.alloc
+        if sym.space == "mram":
+            return a.mram.read(slots, sym.offset + offset, length)
+        if sym.space == "wram":
+            start = sym.offset + offset
+            return a.wram[slots, start:start + length].copy()
+        raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not readable in the simulator")
+
+    @staticmethod
+    def _bytes(buf, length=None) -> np.ndarray:
+        arr = np.ascontiguousarray(buf).reshape(-1).view(np.uint8)
+        if length is not None and len(arr) < length:
+            raise fail("INVALID_BUFFER_SIZE", f"buffer of {len(arr)} bytes is shorter than the "
+                       f"{length} bytes to transfer")
+        return arr if length is None else arr[:length]
+
+    def _wait(self):
+        """Operations on a set wait for its asynchronous launches (as the SDK queue does)."""
+        if self.alloc.running[np.unique(self.alloc.rank_of(self.slots))].any():
+            self.sync()
+
+    def copy_to(self, symbol, offset: int, src) -> None:
+        """``dpu_copy_to``: the same bytes to every DPU of the set."""
+        data = self._bytes(src)
+        sym = self._resolve(symbol, offset, len(data))
+        self._wait()
+        self._write(self.slots, sym, offset, data)
+        self._account(True, len(data), serial=self.nr_dpus == 1, what=f"copy_to {sym.name}")
+
+    def broadcast_to(self, symbol, offset: int, src, flags: int = DPU_XFER_DEFAULT) -> None:
+        """``dpu_broadcast_to``."""
+        data = self._bytes(src)
+        sym = self._resolve(symbol, offset, len(data))
+        self._wait()
+        self._write(self.slots, sym, offset, data)
+        self._account(True, len(data), broadcast=True, what=f"broadcast {sym.name}")
+
+    def copy_from(self, symbol, offset: int, length: int) -> np.ndarray:
+        """``dpu_copy_from``: a single DPU only."""
+        if self.nr_dpus != 1:
+            raise fail("INVALID_DPU_SET", f"dpu_copy_from needs a single DPU; this set has "
+                       f"{self.nr_dpus}")
+        sym = self._resolve(symbol, offset, length)
+        self._wait()
+        out = self._read(self.slots, sym, offset, length)[0]
+        self._account(False, length, serial=True, what=f"copy_from {sym.name}")
+        return out
+
+    def prepare_xfer(self, buffer) -> None:
+        """``dpu_prepare_xfer``: the buffer for every DPU of the set."""
+        self._check_alive()
+        for s in self.slots:
+            if int(s) in self.alloc.prepared:
+                raise fail("TRANSFER_ALREADY_SET", f"DPU {int(s)} already has a prepared buffer")
+        for s in self.slots:
+            self.alloc.prepared[int(s)] = buffer
+
+    def push_xfer(self, direction: int, symbol, offset: int, length: int,
+                  flags: int = DPU_XFER_DEFAULT) -> None:
+        """``dpu_push_xfer``: one length for all; DPUs without a prepared buffer are skipped."""
+        if direction not in (DPU_XFER_TO_DPU, DPU_XFER_FROM_DPU):
+            raise fail("INVALID_MEMORY_TRANSFER", f"unknown transfer direction {direction}")
+        if flags not in (DPU_XFER_DEFAULT, DPU_XFER_NO_RESET, DPU_XFER_ASYNC,
+                         DPU_XFER_NO_RESET | DPU_XFER_ASYNC):
+            raise fail("INVALID_MEMORY_TRANSFER", f"unknown transfer flags {flags}")
+        sym = self._resolve(symbol, offset, length)
+        self._wait()
+        prepared = self.alloc.prepared
+        slots = np.array([s for s in self.slots if int(s) in prepared], dtype=np.int64)
+        if direction == DPU_XFER_TO_DPU:
+            if len(slots):
+                data = np.stack([self._bytes(prepared[int(s)], length) for s in slots])
+                self._write(slots, sym, offset, data)
+        else:
+            if len(slots):
+                rows = self._read(slots, sym, offset, length)
+                for row, s in zip(rows, slots):
+                    dst = prepared[int(s)]
+                    view = self._bytes(dst, length)
+                    if not view.flags.writeable:
+                        raise fail("INVALID_BUFFER_SIZE", "destination buffer is read-only")
+                    view[:] = row
+        self._account(direction == DPU_XFER_TO_DPU, length, n_dpus=len(slots),
+                      n_ranks=len(np.unique(self.alloc.rank_of(slots))),
+                      what=f"push_xfer {'to' if direction == DPU_XFER_TO_DPU else 'from'} {sym.name}")
+        if not flags & DPU_XFER_NO_RESET:
+            for s in self.slots:
+                prepared.pop(int(s), None)
+
+    def scatter_to(self, symbol, offset: int, data: np.ndarray) -> None:
+        """Prepare + push of one row of ``data`` ((nr_dpus, n) bytes) per DPU, vectorised:
+        the SDK Python module's ``copy(symbol, [buffers])``."""
+        data = np.ascontiguousarray(data).view(np.uint8).reshape(self.nr_dpus, -1)
+        sym = self._resolve(symbol, offset, data.shape[1])
+        self._wait()
+        self._write(self.slots, sym, offset, data)
+        self._account(True, data.shape[1], what=f"push_xfer to {sym.name}")
+
+    def gather_from(self, symbol, offset: int, length: int) -> np.ndarray:
+        """Prepare + push from every DPU, vectorised: (nr_dpus, length) bytes."""
+        sym = self._resolve(symbol, offset, length)
+        self._wait()
+        out = self._read(self.slots, sym, offset, length)
+        self._account(False, length, what=f"push_xfer from {sym.name}")
+        return out
+
+    def _account(self, to_dpu, per_dpu_bytes, serial=False, broadcast=False, n_dpus=None,
+                 n_ranks=None, what=""):
+        hw = self.alloc.hw
+        n_dpus = self.nr_dpus if n_dpus is None else n_dpus
+        n_ranks = self.nr_ranks if n_ranks is None else n_ranks
+        if serial:
+            secs = cost.serial_transfer_seconds(hw, per_dpu_bytes * n_dpus, to_dpu)
+        elif broadcast:
+            secs = cost.broadcast_seconds(hw, per_dpu_bytes, n_dpus, n_ranks)
+        else:
+            secs = cost.parallel_transfer_seconds(hw, per_dpu_bytes, n_dpus, n_ranks, to_dpu)
+        self.alloc.ledger.add(self.alloc.category(to_dpu), secs, what,
+                              bytes_per_dpu=int(per_dpu_bytes), dpus=int(n_dpus))
+
+    # ---------------------------------------------------------------- launches
+    def launch(self, policy: int = DPU_SYNCHRONOUS) -> LaunchResult:
+        """``dpu_launch``: every DPU of the set runs its program; the slowest bounds the time."""
+        self._check_alive()
+        if policy not in (DPU_ASYNCHRONOUS, DPU_SYNCHRONOUS):
+            raise fail("INVALID_LAUNCH_POLICY", f"unknown launch policy {policy}")
+        rank_idx = np.unique(self.alloc.rank_of(self.slots))   # ranks of the allocation
+        if self.alloc.running[rank_idx].any():
+            raise fail("DPU_ALREADY_RUNNING", "a rank of this set is still running an "
+                       "asynchronous launch (call dpu_sync first)")
+        program = self.program()
+        result = program.launch(self.alloc, self.slots)
+        seconds = float(result.cycles.max()) / self.alloc.hw.frequency_hz if len(result.cycles) else 0.0
+        self.alloc.ledger.add("dpu_kernel", seconds, f"launch {program.name}", dpus=self.nr_dpus,
+                              max_cycles=float(result.cycles.max()) if len(result.cycles) else 0.0)
+        if policy == DPU_ASYNCHRONOUS:
+            self.alloc.running[rank_idx] = True
+            self.alloc.pending_faults.extend(result.faults)
+        elif result.faults:
+            raise _fault_error(result.faults)
+        return result
+
+    def sync(self) -> None:
+        """``dpu_sync``: wait for asynchronous launches; report their faults."""
+        self._check_alive()
+        self.alloc.running[:] = False
+        faults, self.alloc.pending_faults = self.alloc.pending_faults, []
+        if faults:
+            raise _fault_error(faults)
+
+    def log(self) -> str:
+        """``dpu_log_read`` for a single DPU."""
+        if self.nr_dpus != 1:
+            raise fail("INVALID_DPU_SET", f"dpu_log_read needs a single DPU; this set has {self.nr_dpus}")
+        return self.alloc.logs.get(int(self.slots[0]), b"").decode("utf-8", "replace")
+
+    def dpu_index(self, i: int) -> int:
+        """Slot (position in the allocation) of the set's i-th DPU."""
+        return int(self.slots[i])
+
+    @contextlib.contextmanager
+    def phase(self, category: str):
+        """Count the transfers inside the block as ``category`` (e.g. ``inter_dpu``)."""
+        if category not in cost.CATEGORIES:
+            raise ValueError(f"unknown time category {category!r}")
+        previous, self.alloc.phase = self.alloc.phase, category
+        try:
+            yield
+        finally:
+            self.alloc.phase = previous
+
+
+def _fault_error(faults):
+    slot, tasklet, reason = faults[0]
+    more = f" (and {len(faults) - 1} more DPUs)" if len(faults) > 1 else ""
+    return fail("DPU_FAULT", f"DPU {slot} tasklet {tasklet}: {reason}{more}")

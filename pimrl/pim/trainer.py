@@ -1,0 +1,148 @@
+"""The host side of a PIM training run: partition, push, launch, gather, aggregate.
+
+``PimTrainer(...).fit(records, n_states, n_actions)`` drives a simulated DPU set through the
+SDK-shaped API of :mod:`pimrl.pim.system` exactly as a host program would, and leaves the
+aggregated table in ``q_`` and the modelled/measured times in ``timings_``.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pimrl.data.records import TRANSITION_DTYPE
+from pimrl.learners import fixedpoint
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.reference import check_records
+from pimrl.partition import even_bounds
+from pimrl.pim import cost
+from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_to_float
+from pimrl.pim.hardware import Hardware, get_hardware
+from pimrl.pim.rlprogram import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
+from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+from pimrl.rng import lane_seeds
+
+
+def partition_records(records: np.ndarray, n_dpus: int, partition: str = "contiguous",
+                      shuffle_seed: int = 0):
+    """Records in DPU order and the DPUs' bounds. ``shuffle`` permutes them first (seeded)."""
+    if partition == "shuffle":
+        records = records[np.random.Generator(np.random.PCG64(shuffle_seed)).permutation(len(records))]
+    elif partition != "contiguous":
+        raise ValueError(f"unknown partitioning {partition!r}; use contiguous or shuffle")
+    return records, even_bounds(len(records), n_dpus)
+
+
+def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """(n_dpus, longest partition) records, each DPU's partition left-aligned, zero padded:
+    the buffers of one push_xfer (one length for every DPU)."""
+    sizes = np.diff(bounds)
+    longest = int(sizes.max())
+    if np.all(sizes == longest):
+        return records.reshape(len(sizes), longest)
+    idx = bounds[:-1, None] + np.arange(longest)[None, :]
+    valid = idx < bounds[1:, None]
+    out = np.zeros((len(sizes), longest), dtype=TRANSITION_DTYPE)
+    out[valid] = records[idx[valid]]
+    return out
+
+
+class PimTrainer:
+    """Train on ``n_dpus`` simulated DPUs: one Q-table per DPU, aggregated on the host.
+
+    Parameters are stored as given; ``fit`` does the work and sets ``q_`` (float64
+    aggregate), ``timings_`` (:class:`~pimrl.pim.cost.TimeBreakdown`), ``counters_`` (per-DPU
+    work counters summed over launches), ``saturations_``, ``n_updates_`` and, with
+    ``keep_dpu_tables=True``, ``dpu_tables_`` (raw per-DPU tables after the last round).
+    """
+
+    def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
+                 aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
+                 hardware: Hardware | str = "upmem-2556", block_bytes: int = 2048,
+                 keep_dpu_tables: bool = False):
+        self.params = params
+        self.n_dpus = n_dpus
+        self.tasklets = tasklets
+        self.aggregate = aggregate
+        self.partition = partition
+        self.shuffle_seed = shuffle_seed
+        self.hardware = hardware
+        self.block_bytes = block_bytes
+        self.keep_dpu_tables = keep_dpu_tables
+
+    def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
+        t_start = time.perf_counter()
+        p = self.params
+        spec = parse_aggregate(self.aggregate)
+        if spec.rounds > p.epochs:
+            raise ValueError(f"{self.aggregate}: {spec.rounds} rounds need at least as many "
+                             f"epochs; got {p.epochs}")
+        if self.n_dpus < 1:
+            raise ValueError(f"--dpus must be at least 1; got {self.n_dpus}")
+        if len(records) < self.n_dpus:
+            raise ValueError(f"{len(records)} transitions cannot feed {self.n_dpus} DPUs")
+        check_records(records, n_states, n_actions, p)
+        hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
+        program = RlProgram(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
+                            self.block_bytes, hw)
+        ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
+        longest = int(np.diff(bounds).max())
+        if longest * RECORD_BYTES > hw.mram_bytes:
+            raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
+                             f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
+        matrix = dpu_record_matrix(ordered, bounds)
+        if p.dtype == "int32":
+            matrix = matrix.copy()
+            matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+
+        dpus = dpu_alloc(self.n_dpus, machine=Machine(hw))
+        try:
+            dpus.load(program)
+            # CPU-DPU: the partitions, each DPU's parameters and its lanes' random streams.
+            dpus.scatter_to(DPU_MRAM_HEAP_POINTER_NAME, 0, matrix.view(np.uint8).reshape(self.n_dpus, -1))
+            params = np.zeros((self.n_dpus, PARAMS_WORDS), dtype=np.int64)
+            scalars = p.kernel_scalars()
+            params[:, : len(scalars)] = scalars
+            params[:, P_N_RECORDS] = np.diff(bounds)
+            lanes = np.arange(self.n_dpus * self.tasklets).reshape(self.n_dpus, self.tasklets)
+            dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes.ravel()).reshape(self.n_dpus, -1))
+
+            round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
+            counters = np.zeros((self.n_dpus, len(cost.COUNTERS)), dtype=np.int64)
+            agg_s = 0.0
+            nq = n_states * n_actions
+            raw_dtype = np.int32 if p.dtype == "int32" else np.float32
+            for r, epochs in enumerate(round_epochs):
+                last = r == len(round_epochs) - 1
+                params[:, 4] = epochs                     # P_EPOCHS
+                with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+                    dpus.scatter_to("params", 0, params.view(np.uint8).reshape(self.n_dpus, -1))
+                result = dpus.launch()
+                counters += result.counters
+                with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+                    raw = dpus.gather_from("q_table", 0, 4 * nq).view(raw_dtype).reshape(
+                        self.n_dpus, n_states, n_actions)
+                    visits = (dpus.gather_from("visits", 0, 4 * nq).view(np.uint32).reshape(
+                        self.n_dpus, n_states, n_actions) if spec.needs_visits else None)
+                t0 = time.perf_counter()
+                q = AGGREGATORS[spec.name](raw_to_float(raw, p.dtype, p.frac_bits), visits)
+                agg_s += time.perf_counter() - t0
+                if not last:
+                    with dpus.phase("inter_dpu"):
+                        dpus.broadcast_to("q_table", 0, float_to_raw(q, p.dtype, p.frac_bits))
+        finally:
+            dpus.free()
+
+        self.q_ = q
+        self.timings_ = dpus.alloc.ledger
+        self.timings_.measure("host_aggregation", agg_s)
+        self.timings_.measure("simulation_wall", time.perf_counter() - t_start)
+        self.counters_ = counters
+        self.saturations_ = int(counters[:, cost.C["saturations"]].sum())
+        self.n_updates_ = int(counters[:, cost.C["updates"]].sum())
+        self.bounds_ = bounds
+        self.program_ = program
+        self.hardware_ = hw
+        if self.keep_dpu_tables:
+            self.dpu_tables_ = raw.copy()
+        return self
