@@ -11,6 +11,9 @@ COMMAND_MODULES = (
     "pimrl.data.cli",        # data generate | import | info
     "pimrl.learners.cli",    # train
     "pimrl.envs.cli",        # eval
+    "pimrl.experiments.cli", # scale | plot | demo
+    "pimrl.calibration.cli", # calibrate | sensitivity | docs
+    "pimrl.shim.cli",        # shim (build the C host library)
 )
 
 
