@@ -1,0 +1,156 @@
+"""``pimrl data generate | import | export | info``."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _make_env(spec: str):
+    from pimrl.cli import UserError
+    from pimrl.envs import make
+
+    try:
+        return make(spec)
+    except (ValueError, KeyError) as exc:
+        raise UserError(f"--env {spec!r}: {exc}") from None
+
+
+def _cmd_generate(args) -> int:
+    from pimrl.cli import UserError
+
+    from .format import save_dataset
+    from .generate import generate_dataset, parse_policy, policy_description
+
+    if args.n < 0:
+        raise UserError(f"--n must be >= 0, got {args.n}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    env = _make_env(args.env)
+    try:
+        name, eps = parse_policy(args.policy, args.epsilon)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    q = None
+    if name == "epsilon-greedy":
+        if args.q is None:
+            raise UserError("--policy epsilon-greedy needs --q Q.npy (a Q-table of shape (S, A))")
+        try:
+            q = np.load(args.q, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--q {args.q}: cannot read a .npy array: {exc}") from None
+        if q.shape != (env.n_states, env.n_actions):
+            raise UserError(f"--q {args.q}: shape {q.shape}, {env.env_id} needs "
+                            f"({env.n_states}, {env.n_actions})")
+    elif args.q is not None:
+        raise UserError("--q is only used with --policy epsilon-greedy")
+    t0 = time.perf_counter()
+    records = generate_dataset(env, args.n, args.seed, name, q=q, epsilon=eps,
+                               max_episode_steps=args.max_episode_steps)
+    dt = time.perf_counter() - t0
+    _err(f"generated {len(records):,} transitions of {env.env_id} in {dt:.2f} s "
+         f"({len(records) / max(dt, 1e-9) / 1e6:.1f} M/s)")
+    save_dataset(args.out, records, env.env_id, args.seed, policy_description(name, eps),
+                 n_states=env.n_states, n_actions=env.n_actions)
+    _err(f"wrote {args.out}")
+    return 0
+
+
+def _cmd_import(args) -> int:
+    from .format import save_dataset
+    from .swiftrl import import_swiftrl
+
+    env = _make_env(args.env)
+    if args.seed < 0:
+        from pimrl.cli import UserError
+
+        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    t0 = time.perf_counter()
+    records, stats = import_swiftrl(args.text, env, seed=args.seed, return_stats=True)
+    dt = time.perf_counter() - t0
+    _err(f"imported {stats['n_lines']:,} transitions of {env.env_id} from {args.text} in "
+         f"{dt:.2f} s ({stats['n_terminated']:,} terminated, {stats['n_truncated']:,} cut, "
+         f"{stats['n_imputed']:,} next actions imputed)")
+    save_dataset(args.out, records, env.env_id, args.seed, "swiftrl-import",
+                 n_states=env.n_states, n_actions=env.n_actions, n_imputed=stats["n_imputed"])
+    _err(f"wrote {args.out}")
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from .format import load_dataset
+    from .swiftrl import export_swiftrl
+
+    ds = load_dataset(args.file)
+    export_swiftrl(ds.records, args.out)
+    _err(f"wrote {len(ds):,} lines to {args.out}")
+    return 0
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _cmd_info(args) -> int:
+    from .format import load_dataset
+
+    ds = load_dataset(args.file, validate=not args.no_validate)
+    info = ds.info()
+    if args.json:
+        print(json.dumps(info))
+        return 0
+    width = max(len(k) for k in info)
+    for key, value in info.items():
+        print(f"{key:<{width}}  {_fmt(value)}")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``pimrl data`` and its sub-commands to the top-level parser."""
+    p = subparsers.add_parser("data", help="generate, import, export and inspect datasets",
+                              description="Offline experience datasets (docs/dataset-format.md).")
+    sub = p.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
+
+    g = sub.add_parser("generate", help="run a behaviour policy in an environment",
+                       description="Generate a dataset by running a behaviour policy in ENV.")
+    g.add_argument("--env", required=True, help="environment spec, e.g. FrozenLake-v1, Taxi-v3")
+    g.add_argument("--n", required=True, type=int, help="number of transitions")
+    g.add_argument("--seed", required=True, type=int, help="seed (an integer >= 0)")
+    g.add_argument("--policy", default="uniform", help="uniform (default) or epsilon-greedy")
+    g.add_argument("--q", help="Q-table .npy of shape (S, A) for epsilon-greedy")
+    g.add_argument("--epsilon", type=float, help="exploration rate for epsilon-greedy")
+    g.add_argument("--max-episode-steps", type=int, default=None,
+                   help="episode limit (default: the environment's)")
+    g.add_argument("--out", required=True, help="output dataset file")
+    g.set_defaults(func=_cmd_generate)
+
+    i = sub.add_parser("import", help="import a SwiftRL text file (s a r s' per line)",
+                       description="Import a SwiftRL text dataset for ENV.")
+    i.add_argument("text", help="the text file")
+    i.add_argument("--env", required=True, help="environment the data came from")
+    i.add_argument("--out", required=True, help="output dataset file")
+    i.add_argument("--seed", type=int, default=0,
+                   help="seed of the draws imputing unknown next actions (default 0)")
+    i.set_defaults(func=_cmd_import)
+
+    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line)")
+    e.add_argument("file", help="dataset file")
+    e.add_argument("--out", required=True, help="output text file")
+    e.set_defaults(func=_cmd_export)
+
+    n = sub.add_parser("info", help="header fields and summary statistics of a dataset")
+    n.add_argument("file", help="dataset file")
+    n.add_argument("--json", action="store_true", help="print one JSON object")
+    n.add_argument("--no-validate", action="store_true",
+                   help="skip the record content checks (header checks still run)")
+    n.set_defaults(func=_cmd_info)
