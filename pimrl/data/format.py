@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
+
+from pimrl.io import atomic_writer
 
 from .records import MAX_ACTIONS, NO_ACTION, TRANSITION_DTYPE
 
@@ -271,19 +272,6 @@ def _write_records(f, records: np.ndarray) -> None:
         f.write(memoryview(records[start : start + _WRITE_CHUNK]).cast("B"))
 
 
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def save_dataset(
     path,
     records: np.ndarray,
@@ -321,22 +309,9 @@ def save_dataset(
         n_transitions=len(records), n_states=int(n_states), n_actions=int(n_actions),
         env_id=env_id, seed=seed, policy=policy, n_imputed=n_imputed,
     )
-    folder = str(path.parent) if str(path.parent) else "."
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(header)
-            _write_records(f, records)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(folder)
+    with atomic_writer(path) as f:
+        f.write(header)
+        _write_records(f, records)
     return path
 
 

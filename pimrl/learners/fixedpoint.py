@@ -70,3 +70,22 @@ def fx_add(a, b, sat):
 @njit(cache=True, inline="always")
 def fx_sub(a, b, sat):
     return sat32(np.int64(a) - np.int64(b), sat)
+
+
+def error_bound(alpha: float, gamma: float, frac_bits: int, reward_max: float, q_max: float) -> float:
+    """A bound on max |Q_int32 - Q_fp32| after any number of updates of the same sequence.
+
+    Each update injects at most ``delta``: the two product roundings (2^-F in all), the
+    quantisation of alpha and gamma (|alpha_q - alpha| * |td| + alpha * |gamma_q - gamma| * |m|)
+    and FP32's own rounding (five operations, half an ulp each, on values up to
+    |r| + 2 q_max). An entry's error then evolves as e' <= (1 - alpha) e + alpha gamma E + delta
+    with E the largest error, which never exceeds delta / (alpha (1 - gamma)) starting from
+    zero. ``reward_max`` and ``q_max`` bound |r| and |Q| over the run (no saturation assumed).
+    """
+    scale = float(1 << frac_bits)
+    alpha_q = np.rint(alpha * scale) / scale
+    gamma_q = np.rint(gamma * scale) / scale
+    td_max = reward_max + 2.0 * q_max
+    delta = (1.0 / scale + abs(alpha_q - alpha) * td_max + alpha * abs(gamma_q - gamma) * q_max
+             + 5 * 2.0 ** -24 * td_max)
+    return delta / (alpha * (1.0 - gamma))

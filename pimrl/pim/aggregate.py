@@ -14,17 +14,17 @@ import numpy as np
 from pimrl.learners import fixedpoint
 
 
-def mean_tables(q_float: np.ndarray, visits: np.ndarray | None = None) -> np.ndarray:
-    """Average over DPUs (axis 0), in float64."""
-    return q_float.mean(axis=0, dtype=np.float64)
+def mean_tables(raw: np.ndarray, scale: float, visits: np.ndarray | None = None) -> np.ndarray:
+    """Average over DPUs (axis 0) of raw tables (float32, or Q-format int32 with ``scale`` =
+    2^-F), accumulated in float64."""
+    return raw.mean(axis=0, dtype=np.float64) * scale
 
 
-def weighted_tables(q_float: np.ndarray, visits: np.ndarray) -> np.ndarray:
+def weighted_tables(raw: np.ndarray, scale: float, visits: np.ndarray) -> np.ndarray:
     """Visit-weighted average; entries no DPU updated take the plain mean."""
-    w = visits.astype(np.float64)
-    total = w.sum(axis=0)
-    weighted = (w * q_float).sum(axis=0)
-    plain = q_float.mean(axis=0, dtype=np.float64)
+    total = visits.sum(axis=0, dtype=np.float64)
+    weighted = np.einsum("dij,dij->ij", visits.astype(np.float64), raw.astype(np.float64)) * scale
+    plain = mean_tables(raw, scale)
     return np.where(total > 0, weighted / np.where(total > 0, total, 1.0), plain)
 
 
@@ -52,6 +52,11 @@ def parse_aggregate(spec: str) -> AggregateSpec:
     if name == "sync" and rounds.isdigit() and int(rounds) >= 1:
         return AggregateSpec("mean", int(rounds), False)
     raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted or sync:R (R >= 1 rounds)")
+
+
+def raw_scale(dtype: str, frac_bits: int) -> float:
+    """What one unit of a raw table is worth: 2^-F for Q format, 1 for float32."""
+    return 1.0 / (1 << frac_bits) if dtype == "int32" else 1.0
 
 
 def raw_to_float(raw: np.ndarray, dtype: str, frac_bits: int) -> np.ndarray:

@@ -47,8 +47,11 @@ class Hardware:
     max_tasklets: int = 24
     issue_interval: int = 11             # cycles between two instructions of one tasklet
     stack_bytes_per_tasklet: int = 256   # WRAM stack reserved per tasklet
-    dma_alpha_read: float = 117.0        # cycles per mram_read, fitted to 628.23 MB/s at 2 KiB
-    dma_alpha_write: float = 108.0       # cycles per mram_write, fitted to 633.22 MB/s at 2 KiB
+    # DMA: alpha + beta * bytes cycles per transfer. beta is PrIM's; the alphas are fitted
+    # jointly (minimax relative error, integer cycles) to the 2,048-B mram_read/mram_write
+    # bandwidths and STREAM COPY-DMA: pimrl.calibration.fit.fit_dma_alphas.
+    dma_alpha_read: float = 84.0         # cycles per mram_read
+    dma_alpha_write: float = 76.0        # cycles per mram_write
     dma_beta: float = 0.5                # cycles per byte
     # Single-rank host transfers (PrIM, SDK 2021.1), GB/s.
     serial_to_dpu_gbps: float = 0.27
@@ -56,6 +59,7 @@ class Hardware:
     parallel_to_dpu_gbps_1r: float = 6.68
     parallel_from_dpu_gbps_1r: float = 4.74
     broadcast_gbps_1r: float = 16.88
+    single_rank_ref_bytes: int = 32 * MiB  # per-DPU size of PrIM's single-rank figures
     # Multi-rank parallel transfer curves (32 ranks) by per-DPU size.
     xfer_sizes: tuple = XFER_SIZES
     xfer_to_dpu_gbps_32r: tuple = XFER_TO_DPU_GBPS_32R

@@ -70,6 +70,38 @@ class DpuProgram:
         raise NotImplementedError
 
 
+class KernelProgram(DpuProgram):
+    """A program written in Python: named WRAM/MRAM symbols and a kernel function.
+
+    ``kernel(alloc, slots)`` works on ``alloc.wram`` / ``alloc.mram`` for every DPU in
+    ``slots`` and returns a :class:`LaunchResult` (or just the cycles per DPU). Symbols are
+    laid out in order, 8-byte aligned, WRAM from address 0 and MRAM from ``MRAM_BASE``; the
+    MRAM heap symbol covers the rest of MRAM. Handy for tests and microbenchmarks.
+    """
+
+    def __init__(self, name: str, kernel, wram: dict | None = None, mram: dict | None = None,
+                 iram: dict | None = None, mram_bytes: int = 64 << 20):
+        self.name, self.kernel = name, kernel
+        self.symbols = {}
+        for base, table in ((0, wram or {}), (MRAM_BASE, mram or {}), (IRAM_BASE, iram or {})):
+            addr = 0
+            for sym_name, size in table.items():
+                self.symbols[sym_name] = Symbol(sym_name, base + addr, int(size))
+                addr += (int(size) + 7) & ~7
+            if base == 0:
+                self.wram_used = addr
+            elif base == MRAM_BASE:
+                self.mram_used = addr
+        self.symbols[DPU_MRAM_HEAP_POINTER_NAME] = Symbol(
+            DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE + self.mram_used, mram_bytes - self.mram_used)
+
+    def launch(self, alloc, slots) -> LaunchResult:
+        out = self.kernel(alloc, slots)
+        if isinstance(out, LaunchResult):
+            return out
+        return LaunchResult(cycles=np.broadcast_to(np.asarray(out, dtype=np.float64), (len(slots),)).copy())
+
+
 class Machine:
     """One UPMEM system: its ranks, which of them are allocated, and its faulty DPUs."""
 
@@ -170,6 +202,19 @@ def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
     machine.rank_free[ranks] = False
     alloc = Allocation(machine, ranks, enabled)
     return DpuSet(alloc, np.flatnonzero(enabled), "all")
+
+
+def dpu_alloc_ranks(nr_ranks: int, profile: str | None = None, hardware: Hardware | None = None,
+                    machine: Machine | None = None) -> "DpuSet":
+    """Allocate ``nr_ranks`` whole ranks (every functional DPU of each)."""
+    if nr_ranks <= 0:
+        raise fail("ALLOCATION", f"cannot allocate {nr_ranks} ranks")
+    probe = machine or default_machine(hardware or get_hardware())
+    free = np.flatnonzero(probe.rank_free)
+    if len(free) < nr_ranks:
+        raise fail("ALLOCATION", f"asked for {nr_ranks} ranks; {len(free)} are free on {probe.hw.name}")
+    n = int(probe.functional[free[:nr_ranks]].sum())
+    return dpu_alloc(n, profile, hardware, machine if machine is not None else probe)
 
 
 class DpuSet:
@@ -419,10 +464,13 @@ class DpuSet:
         return result
 
     def sync(self) -> None:
-        """``dpu_sync``: wait for asynchronous launches; report their faults."""
+        """``dpu_sync``: wait for the set's asynchronous launches; report their faults."""
         self._check_alive()
-        self.alloc.running[:] = False
-        faults, self.alloc.pending_faults = self.alloc.pending_faults, []
+        a = self.alloc
+        a.running[np.unique(a.rank_of(self.slots))] = False
+        mine = set(int(s) for s in self.slots)
+        faults = [f for f in a.pending_faults if f[0] in mine]
+        a.pending_faults = [f for f in a.pending_faults if f[0] not in mine]
         if faults:
             raise _fault_error(faults)
 

@@ -16,7 +16,7 @@ from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import check_records
 from pimrl.partition import even_bounds
 from pimrl.pim import cost
-from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_to_float
+from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.pim.rlprogram import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
@@ -125,7 +125,7 @@ class PimTrainer:
                     visits = (dpus.gather_from("visits", 0, 4 * nq).view(np.uint32).reshape(
                         self.n_dpus, n_states, n_actions) if spec.needs_visits else None)
                 t0 = time.perf_counter()
-                q = AGGREGATORS[spec.name](raw_to_float(raw, p.dtype, p.frac_bits), visits)
+                q = AGGREGATORS[spec.name](raw, raw_scale(p.dtype, p.frac_bits), visits)
                 agg_s += time.perf_counter() - t0
                 if not last:
                     with dpus.phase("inter_dpu"):

@@ -1,0 +1,252 @@
+"""``pimrl train``: learn a Q-table with the reference learner or on simulated DPUs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from pimrl.learners.params import ALGOS, DTYPES, NEXT_ACTIONS, SAMPLINGS, LearnerParams
+
+BACKENDS = ("reference", "pim")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="train tabular Q-learning / SARSA (reference learner or simulated PIM)",
+        description="Learn a Q-table from an offline dataset, then evaluate its greedy policy "
+        "against the optimum. The data is a dataset file, or generated on the fly with --env "
+        "and --transitions (uniformly random behaviour policy). With --backend pim the dataset "
+        "is partitioned over simulated DPUs, one Q-table per DPU, aggregated on the host; the "
+        "printed times are modelled by pimrl's cost model or measured on this machine, and "
+        "say which. Several --dpus values (comma separated) give a strong-scaling table.",
+    )
+    p.add_argument("data", nargs="?", metavar="DATA", help="dataset file (pimrl data generate)")
+    p.add_argument("--env", metavar="ENV_ID", help="generate data for this environment instead")
+    p.add_argument("--transitions", type=int, default=1_000_000, metavar="N",
+                   help="transitions to generate with --env (default 1,000,000)")
+    p.add_argument("--data-seed", type=int, default=0, help="seed of generated data (default 0)")
+    p.add_argument("--backend", choices=BACKENDS, default="reference")
+    g = p.add_argument_group("learner")
+    g.add_argument("--algo", choices=ALGOS, default="q")
+    g.add_argument("--dtype", choices=DTYPES, default="fp32")
+    g.add_argument("--sampling", choices=SAMPLINGS, default="seq")
+    g.add_argument("--stride", type=int, default=4, help="STR stride k (default 4)")
+    g.add_argument("--epochs", type=int, default=1, help="passes over each partition (default 1)")
+    g.add_argument("--alpha", type=float, default=0.1)
+    g.add_argument("--gamma", type=float, default=0.95)
+    g.add_argument("--epsilon", type=float, default=0.1, help="SARSA's epsilon-greedy draw")
+    g.add_argument("--next-action", choices=NEXT_ACTIONS, default="logged",
+                   help="SARSA's next action: the logged one or an epsilon-greedy draw")
+    g.add_argument("--seed", type=int, default=0, help="seed of the learner's random streams")
+    g.add_argument("--frac-bits", type=int, default=16, help="INT32 fractional bits (Q15.16)")
+    g = p.add_argument_group("PIM backend")
+    g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
+    g.add_argument("--tasklets", type=int, default=16)
+    g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R")
+    g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous")
+    g.add_argument("--hardware", default="upmem-2556",
+                   help="preset: upmem-2556, upmem-2560, upmem-640, upmem-v1b")
+    g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
+                   help="what-if override, e.g. frequency_hz=500e6 or op_int32_mul=1")
+    g.add_argument("--block-bytes", type=int, default=2048, help="DMA block size (16..2048)")
+    g = p.add_argument_group("output")
+    g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
+    g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run_train)
+
+
+def _load_data(args):
+    from pimrl.cli import UserError
+    from pimrl.data import generate_dataset, load_dataset
+    from pimrl.envs import make
+
+    if (args.data is None) == (args.env is None):
+        raise UserError("give either a dataset file or --env (to generate one), not both")
+    if args.data is not None:
+        ds = load_dataset(args.data)
+        return np.asarray(ds.records), ds.env(), f"{args.data} ({ds.env_id}, {len(ds)} transitions)"
+    try:
+        env = make(args.env)
+    except ValueError as exc:
+        raise UserError(f"--env: {exc}") from None
+    if args.transitions < 1:
+        raise UserError(f"--transitions must be positive, got {args.transitions}")
+    recs = generate_dataset(env, args.transitions, args.data_seed)
+    return recs, env, f"{args.transitions} generated transitions of {env.env_id} (seed {args.data_seed})"
+
+
+def _params(args) -> LearnerParams:
+    from pimrl.cli import UserError
+
+    try:
+        return LearnerParams(algo=args.algo, dtype=args.dtype, sampling=args.sampling,
+                             epochs=args.epochs, alpha=args.alpha, gamma=args.gamma,
+                             epsilon=args.epsilon, next_action=args.next_action,
+                             stride=args.stride, seed=args.seed, frac_bits=args.frac_bits)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _dpu_counts(text: str):
+    from pimrl.cli import UserError
+
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--dpus: {text!r} is not a number or a comma-separated list") from None
+    if not counts or min(counts) < 1:
+        raise UserError(f"--dpus: counts must be positive, got {text!r}")
+    return counts
+
+
+def run_pim(records, env, params, args, n_dpus, hw):
+    from pimrl.pim.trainer import PimTrainer
+
+    trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
+                         partition=args.partition, shuffle_seed=args.data_seed, hardware=hw,
+                         block_bytes=args.block_bytes)
+    return trainer.fit(records, env.n_states, env.n_actions)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from pimrl.cli import UserError
+    from pimrl.learners.reference import OfflineLearner
+    from pimrl.pim.hardware import get_hardware, parse_overrides
+
+    params = _params(args)
+    records, env, source = _load_data(args)
+    out = {"source": source, "env_id": env.env_id, "backend": args.backend,
+           "params": params.as_dict(), "n_transitions": int(len(records))}
+    if args.backend == "reference":
+        t0 = time.perf_counter()
+        learner = OfflineLearner(params).fit(records, env.n_states, env.n_actions)
+        out["train_measured_s"] = time.perf_counter() - t0
+        out["saturations"] = learner.saturations_
+        out["n_updates"] = learner.n_updates_
+        q = learner.q_
+    else:
+        try:
+            hw = get_hardware(args.hardware, parse_overrides(args.hw))
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        counts = _dpu_counts(args.dpus)
+        runs = []
+        for n in counts:
+            if len(counts) > 1 and not args.json:
+                print(f"simulating {n} DPUs ...", file=sys.stderr)
+            tr = run_pim(records, env, params, args, n, hw)
+            runs.append({"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
+                         "hardware": hw.name, **tr.timings_.as_dict(),
+                         "saturations": tr.saturations_, "n_updates": tr.n_updates_,
+                         "max_partition": int(np.diff(tr.bounds_).max())})
+        q = tr.q_
+        out["runs"] = runs
+        if len(runs) > 1:
+            out["scaling"] = scaling_table(runs)
+    if not args.no_eval:
+        from pimrl.envs import evaluate_against_optimum
+
+        out["evaluation"] = evaluate_against_optimum(env, q, params.gamma)
+    if args.save_q:
+        from pimrl.io import atomic_save_npy
+
+        atomic_save_npy(args.save_q, q.astype(np.float64))
+        out["saved_q"] = args.save_q
+    if args.json:
+        print(json.dumps(out, sort_keys=True, default=float))
+    else:
+        print_report(out, params)
+    return 0
+
+
+def scaling_table(runs):
+    """Speedup and parallel efficiency of the modelled total time against the first run."""
+    base = runs[0]
+    rows = []
+    for r in runs:
+        speedup = base["modelled_total_s"] / r["modelled_total_s"]
+        kernel_speedup = base["modelled_s"]["dpu_kernel"] / r["modelled_s"]["dpu_kernel"]
+        ideal = r["dpus"] / base["dpus"]
+        rows.append({"dpus": r["dpus"], "speedup": speedup, "ideal": ideal,
+                     "efficiency": speedup / ideal, "kernel_speedup": kernel_speedup,
+                     "kernel_efficiency": kernel_speedup / ideal,
+                     "transfer_share": 1 - r["modelled_s"]["dpu_kernel"] / r["modelled_total_s"]})
+    return rows
+
+
+def explain_scaling(runs, rows) -> list:
+    """Sentences saying where the modelled scaling departs from linear, read off the figures."""
+    first, last = runs[0], runs[-1]
+    lines = []
+    k0, k1 = first["modelled_s"]["dpu_kernel"], last["modelled_s"]["dpu_kernel"]
+    ideal = last["dpus"] / first["dpus"]
+    lines.append(f"DPU kernel: {k0 * 1e3:.3f} -> {k1 * 1e3:.3f} ms, {k0 / k1:.1f}x for {ideal:.0f}x "
+                 f"the DPUs (the slowest DPU bounds each launch; partitions shrink from "
+                 f"{first['max_partition']} to {last['max_partition']} transitions).")
+    for cat, why in (("cpu_dpu", "each DPU's share shrinks into the small-transfer region of the "
+                      "bandwidth curve, where a push costs about the same whatever its size"),
+                     ("dpu_cpu", "every DPU returns a whole Q-table, so gathered bytes grow with "
+                      "the DPU count"),
+                     ("inter_dpu", "every round gathers and broadcasts whole Q-tables")):
+        a, b = first["modelled_s"][cat], last["modelled_s"][cat]
+        if b > 0 and (a == 0 or b > a / ideal * 1.5):
+            lines.append(f"{cat.replace('_', '-').upper()}: {a * 1e3:.3f} -> {b * 1e3:.3f} ms, "
+                         f"{b / last['modelled_total_s'] * 100:.0f}% of the total at "
+                         f"{last['dpus']} DPUs: {why}.")
+    worst = min(rows, key=lambda r: r["efficiency"])
+    lines.append(f"Parallel efficiency of the total falls to {worst['efficiency'] * 100:.0f}% at "
+                 f"{worst['dpus']} DPUs, where transfers take {worst['transfer_share'] * 100:.0f}% "
+                 f"of the modelled time.")
+    return lines
+
+
+def _ms(x):
+    return f"{x * 1e3:10.3f}"
+
+
+def print_report(out, params):
+    print(f"data      {out['source']}")
+    p = params
+    print(f"learner   {p.algo} {p.dtype} {p.sampling} epochs={p.epochs} alpha={p.alpha} "
+          f"gamma={p.gamma} seed={p.seed}" + (f" (Q{31 - p.frac_bits}.{p.frac_bits})" if p.dtype == "int32" else ""))
+    if out["backend"] == "reference":
+        rate = out["n_updates"] / out["train_measured_s"]
+        print(f"reference learner: {out['n_updates']} updates in {out['train_measured_s']:.3f} s "
+              f"measured ({rate / 1e6:.1f} M updates/s, numba compilation included on a first run)")
+        sats = out["saturations"]
+    else:
+        for r in out["runs"]:
+            m = r["modelled_s"]
+            print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets on {r['hardware']}, "
+                  f"aggregate {r['aggregate']}")
+            print("  time category          ms   kind")
+            for key, label in (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"),
+                               ("inter_dpu", "Inter-DPU"), ("dpu_cpu", "DPU-CPU")):
+                print(f"  {label:<14}{_ms(m[key])}   modelled")
+            print(f"  {'total':<14}{_ms(r['modelled_total_s'])}   modelled")
+            print(f"  {'host aggregation':<14}{_ms(r['measured_s']['host_aggregation'])}   measured (this machine)")
+            print(f"  {'simulation':<14}{_ms(r['measured_s']['simulation_wall'])}   measured (simulator wall clock)")
+        sats = out["runs"][-1]["saturations"]
+        if "scaling" in out:
+            print("\nModelled strong scaling (total time, against the first DPU count):")
+            print("   DPUs  total ms   speedup   ideal  efficiency  kernel eff.  transfers")
+            for r, row in zip(out["runs"], out["scaling"]):
+                print(f"  {row['dpus']:5d}{_ms(r['modelled_total_s'])}  {row['speedup']:8.2f}  "
+                      f"{row['ideal']:6.1f}  {row['efficiency'] * 100:9.1f}%  "
+                      f"{row['kernel_efficiency'] * 100:10.1f}%  {row['transfer_share'] * 100:8.1f}%")
+            for line in explain_scaling(out["runs"], out["scaling"]):
+                print("  " + line)
+    if params.dtype == "int32":
+        print(f"fixed-point saturations: {sats}" + ("" if sats == 0 else "  (values clipped to the int32 range)"))
+    if "evaluation" in out:
+        e = out["evaluation"]
+        print(f"\ngreedy policy on {out['env_id']} (exact, horizon {e.get('horizon')} steps):")
+        print(f"  success rate {e['success_rate']:.4f}   (optimal {e['optimal_success_rate']:.4f})")
+        print(f"  mean return  {e['mean_return']:.4f}   (optimal {e['optimal_mean_return']:.4f})")
+    if "saved_q" in out:
+        print(f"Q-table written to {out['saved_q']}")

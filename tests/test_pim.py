@@ -1,0 +1,303 @@
+"""The simulated UPMEM system: bit-exact kernels, SDK transfer rules, memory, aggregation."""
+import itertools
+import json
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+
+from conftest import random_records
+from pimrl.cli import main
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.reference import learn_partition
+from pimrl.partition import even_bounds, lane_bounds
+from pimrl.pim import system as sdk
+from pimrl.pim.aggregate import float_to_raw, raw_to_float
+from pimrl.pim.errors import DpuError, DpuErrorCode
+from pimrl.pim.hardware import get_hardware
+from pimrl.pim.rlprogram import RlProgram
+from pimrl.pim.system import KernelProgram, Machine, dpu_alloc
+from pimrl.pim.trainer import PimTrainer
+
+VARIANTS = list(itertools.product(["q", "sarsa"], ["fp32", "int32"], ["seq", "str", "ran"]))
+S, A = 13, 4
+RECORDS = random_records(3001, S, A, seed=5)
+
+
+def reference_tables(params, n_dpus, tasklets, records=RECORDS):
+    lanes = lane_bounds(even_bounds(len(records), n_dpus), tasklets)
+    return np.stack([learn_partition(records, S, A, params, lanes[d],
+                                     lane_ids=np.arange(d * tasklets, (d + 1) * tasklets)).q_raw
+                     for d in range(n_dpus)])
+
+
+@pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
+def test_kernels_bit_exact_with_reference(algo, dtype, sampling):
+    """All twelve variants, 1, 2 and 64 DPUs, 1 and 16 tasklets, 1 and 2 numba threads."""
+    assert numba.config.NUMBA_NUM_THREADS >= 2
+    p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=2, stride=3, seed=9,
+                      next_action="epsilon-greedy" if algo == "sarsa" else "logged", epsilon=0.2)
+    for n_dpus, tasklets in itertools.product([1, 2, 64], [1, 16]):
+        expected = reference_tables(p, n_dpus, tasklets)
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            try:
+                tr = PimTrainer(p, n_dpus=n_dpus, tasklets=tasklets, keep_dpu_tables=True,
+                                block_bytes=256).fit(RECORDS, S, A)
+            finally:
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            assert np.array_equal(tr.dpu_tables_, expected), (n_dpus, tasklets, threads)
+            assert np.allclose(tr.q_, raw_to_float(expected, dtype, 16).mean(axis=0))
+
+
+def test_sarsa_logged_and_large_block_bit_exact():
+    p = LearnerParams(algo="sarsa", sampling="str", stride=200, epochs=2)
+    tr = PimTrainer(p, n_dpus=3, tasklets=5, keep_dpu_tables=True).fit(RECORDS, S, A)
+    assert np.array_equal(tr.dpu_tables_, reference_tables(p, 3, 5))
+
+
+def test_sync_rounds_equal_host_replica():
+    """sync:R: after each round the mean is broadcast back; the lanes' streams continue."""
+    p = LearnerParams(algo="q", dtype="int32", sampling="ran", epochs=5, seed=2)
+    D, T, R = 4, 3, 3
+    tr = PimTrainer(p, n_dpus=D, tasklets=T, aggregate=f"sync:{R}").fit(RECORDS, S, A)
+    lanes = lane_bounds(even_bounds(len(RECORDS), D), T)
+    from pimrl.rng import lane_seeds
+
+    rng = [lane_seeds(p.seed, np.arange(d * T, (d + 1) * T)) for d in range(D)]
+    q_init = [None] * D
+    for epochs in np.diff(even_bounds(p.epochs, R)):
+        pr = LearnerParams(**{**p.as_dict(), "epochs": int(epochs)})
+        res = [learn_partition(RECORDS, S, A, pr, lanes[d], rng=rng[d], q_init=q_init[d]) for d in range(D)]
+        rng = [r.rng for r in res]
+        mean = raw_to_float(np.stack([r.q_raw for r in res]), "int32", 16).mean(axis=0)
+        q_init = [float_to_raw(mean, "int32", 16)] * D
+    assert np.array_equal(tr.q_, mean)
+    assert tr.timings_.modelled_s["inter_dpu"] > 0
+
+
+def test_weighted_aggregate_uses_visit_counts():
+    p = LearnerParams(epochs=2)
+    D = 5
+    tr = PimTrainer(p, n_dpus=D, tasklets=2, aggregate="weighted", keep_dpu_tables=True).fit(RECORDS, S, A)
+    b = even_bounds(len(RECORDS), D)
+    visits = np.stack([np.bincount(RECORDS["state"][b[d]:b[d + 1]].astype(np.int64) * A
+                                   + RECORDS["action"][b[d]:b[d + 1]], minlength=S * A).reshape(S, A) * 2
+                       for d in range(D)]).astype(float)
+    q = tr.dpu_tables_.astype(float)
+    expected = np.where(visits.sum(0) > 0, (visits * q).sum(0) / np.maximum(visits.sum(0), 1), q.mean(0))
+    assert np.allclose(tr.q_, expected)
+
+
+def test_remainder_spread_and_shuffle_seeded():
+    p = LearnerParams()
+    tr = PimTrainer(p, n_dpus=7).fit(RECORDS, S, A)
+    sizes = np.diff(tr.bounds_)
+    assert sizes.sum() == len(RECORDS) and sizes.max() - sizes.min() == 1
+    a = PimTrainer(p, n_dpus=7, partition="shuffle", shuffle_seed=4).fit(RECORDS, S, A).q_
+    b = PimTrainer(p, n_dpus=7, partition="shuffle", shuffle_seed=4).fit(RECORDS, S, A).q_
+    c = PimTrainer(p, n_dpus=7, partition="shuffle", shuffle_seed=5).fit(RECORDS, S, A).q_
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_wram_overflow_is_a_clear_error():
+    with pytest.raises(ValueError, match="WRAM overflow.*4096 x 4"):
+        RlProgram(4096, 4, 16, "q", "fp32", "seq", 2048, get_hardware())
+
+
+# ----------------------------------------------------------------------------- SDK rules
+def code(exc_info):
+    return exc_info.value.code
+
+
+def small_machine(**over):
+    return Machine(get_hardware("upmem-2556", {"n_ranks": 3, "n_faulty_dpus": 2, **over}))
+
+
+def test_alloc_takes_whole_ranks_and_disables_surplus():
+    m = small_machine()
+    s = dpu_alloc(100, machine=m)
+    assert s.nr_dpus == 100 and s.nr_ranks == 2
+    assert len(s.dpu_sets()) == 100 and [r.nr_dpus for r in s.rank_sets()] == [64, 36]
+    rest = dpu_alloc(sdk.DPU_ALLOCATE_ALL, machine=m)
+    assert rest.nr_dpus == 62                  # the last rank, less its 2 faulty DPUs
+    with pytest.raises(DpuError) as e:
+        dpu_alloc(1, machine=m)
+    assert code(e) == DpuErrorCode.DPU_ERR_ALLOCATION
+    s.free()
+    assert dpu_alloc(128, machine=m).nr_ranks == 2
+    with pytest.raises(DpuError) as e:
+        dpu_alloc(10, profile="backend=hw")
+    assert code(e) == DpuErrorCode.DPU_ERR_INVALID_PROFILE
+    with pytest.raises(DpuError) as e:
+        dpu_alloc(10, profile="nonsense")
+    assert code(e) == DpuErrorCode.DPU_ERR_INVALID_PROFILE
+    assert sdk.dpu_alloc_ranks(1, machine=small_machine()).nr_dpus == 64
+
+
+def test_error_codes_match_sdk_enum():
+    assert DpuErrorCode.DPU_OK == 0
+    assert DpuErrorCode.DPU_ERR_ALLOCATION == 4
+    assert DpuErrorCode.DPU_ERR_INVALID_MRAM_ACCESS == 10
+    assert DpuErrorCode.DPU_ERR_TRANSFER_ALREADY_SET == 13
+    assert DpuErrorCode.DPU_ERR_DPU_FAULT == 23
+    assert DpuErrorCode.DPU_ERR_UNKNOWN_SYMBOL == 29
+
+
+def _program(name="p", kernel=None):
+    return KernelProgram(name, kernel or (lambda a, s: np.full(len(s), 100.0)),
+                         wram={"w": 64, "w2": 16}, mram={"m": 256}, iram={"code": 64})
+
+
+def test_transfer_rules_each_named():
+    s = dpu_alloc(70, machine=small_machine())
+    with pytest.raises(DpuError) as e:
+        s.copy_to("w", 0, np.zeros(4, np.uint8))
+    assert code(e) == DpuErrorCode.DPU_ERR_NO_PROGRAM_LOADED
+    dpus = s.dpu_sets()
+    dpus[0].load(_program("a"))
+    s.rank_sets()[1].load(_program("b"))
+    with pytest.raises(DpuError) as e:                       # first check: one program
+        s.copy_to("nope", 3, np.zeros(3, np.uint8))
+    assert code(e) == DpuErrorCode.DPU_ERR_DIFFERENT_DPU_PROGRAMS
+    s.load(_program("c"))
+    cases = [
+        (("nope", 3, 3), "DPU_ERR_UNKNOWN_SYMBOL"),          # before bounds and alignment
+        (("m", 256, 8), "DPU_ERR_INVALID_SYMBOL_ACCESS"),    # before alignment
+        (("w", 60, 8), "DPU_ERR_INVALID_SYMBOL_ACCESS"),
+        (("m", 4, 8), "DPU_ERR_INVALID_MRAM_ACCESS"),
+        (("m", 8, 12), "DPU_ERR_INVALID_MRAM_ACCESS"),
+        (("w", 2, 4), "DPU_ERR_INVALID_WRAM_ACCESS"),
+        (("w", 4, 6), "DPU_ERR_INVALID_WRAM_ACCESS"),
+        (("code", 4, 8), "DPU_ERR_INVALID_IRAM_ACCESS"),
+    ]
+    for (sym, off, n), name in cases:
+        for op in ("copy_to", "broadcast", "push"):
+            with pytest.raises(DpuError) as e:
+                if op == "copy_to":
+                    s.copy_to(sym, off, np.zeros(n, np.uint8))
+                elif op == "broadcast":
+                    s.broadcast_to(sym, off, np.zeros(n, np.uint8))
+                else:
+                    s.prepare_xfer(np.zeros(n, np.uint8))
+                    try:
+                        s.push_xfer(sdk.DPU_XFER_TO_DPU, sym, off, n)
+                    finally:
+                        s.alloc.prepared.clear()
+            assert code(e).name == name, (sym, off, n, op)
+    with pytest.raises(DpuError) as e:
+        s.copy_from("w", 0, 4)
+    assert code(e) == DpuErrorCode.DPU_ERR_INVALID_DPU_SET
+    with pytest.raises(DpuError) as e:
+        s.log()
+    assert code(e) == DpuErrorCode.DPU_ERR_INVALID_DPU_SET
+    with pytest.raises(DpuError) as e:
+        s.push_xfer(7, "w", 0, 4)
+    assert code(e) == DpuErrorCode.DPU_ERR_INVALID_MEMORY_TRANSFER
+    with pytest.raises(DpuError) as e:
+        s.launch(5)
+    assert code(e) == DpuErrorCode.DPU_ERR_INVALID_LAUNCH_POLICY
+
+
+def test_prepare_push_semantics():
+    s = dpu_alloc(6, machine=small_machine())
+    s.load(_program())
+    dpus = s.dpu_sets()
+    bufs = [np.full(16, i + 1, np.uint8) for i in range(6)]
+    for i in (0, 2, 5):
+        dpus[i].prepare_xfer(bufs[i])
+    with pytest.raises(DpuError) as e:
+        dpus[2].prepare_xfer(bufs[2])
+    assert code(e) == DpuErrorCode.DPU_ERR_TRANSFER_ALREADY_SET
+    s.push_xfer(sdk.DPU_XFER_TO_DPU, "m", 8, 16, sdk.DPU_XFER_NO_RESET)   # kept
+    s.push_xfer(sdk.DPU_XFER_TO_DPU, "m", 24, 16)                         # then cleared
+    assert s.alloc.prepared == {}
+    for i in range(6):
+        got = dpus[i].copy_from("m", 8, 32)
+        want = bufs[i].tolist() * 2 if i in (0, 2, 5) else [0] * 32         # others skipped
+        assert got.tolist() == want
+    outs = [np.zeros(16, np.uint8) for _ in range(6)]
+    for d, o in zip(dpus, outs):
+        d.prepare_xfer(o)
+    s.push_xfer(sdk.DPU_XFER_FROM_DPU, "m", 24, 16)
+    assert [o[0] for o in outs] == [1, 0, 3, 0, 0, 6]
+    s.broadcast_to("w", 4, np.arange(8, dtype=np.uint8))
+    assert all(d.copy_from("w", 4, 8).tolist() == list(range(8)) for d in dpus)
+    heap = s.get_symbol(sdk.DPU_MRAM_HEAP_POINTER_NAME)
+    assert heap.size == (64 << 20) - 256 and heap.address == sdk.MRAM_BASE + 256
+
+
+def test_launch_async_sync_fault_and_persistence():
+    def bump(alloc, slots):
+        # A WRAM global keeps its value across launches; DPU 3 faults on its second launch.
+        w = alloc.wram[slots, 0:4].copy().view(np.int32)
+        w += 1
+        alloc.wram[slots, 0:4] = w.view(np.uint8)
+        faults = [(int(s), 2, "test fault") for s, v in zip(slots, w[:, 0]) if s == 3 and v == 2]
+        return sdk.LaunchResult(cycles=np.full(len(slots), 350.0), faults=faults)
+
+    s = dpu_alloc(8, machine=small_machine())
+    s.load(_program(kernel=bump))
+    s.launch(sdk.DPU_ASYNCHRONOUS)
+    with pytest.raises(DpuError) as e:
+        s.launch(sdk.DPU_SYNCHRONOUS)
+    assert code(e) == DpuErrorCode.DPU_ERR_DPU_ALREADY_RUNNING
+    s.sync()
+    with pytest.raises(DpuError, match="DPU 3 tasklet 2: test fault") as e:
+        s.launch(sdk.DPU_SYNCHRONOUS)
+    assert code(e) == DpuErrorCode.DPU_ERR_DPU_FAULT
+    assert s.dpu_sets()[5].copy_from("w", 0, 4).view(np.int32)[0] == 2
+    assert s.alloc.ledger.modelled_s["dpu_kernel"] == pytest.approx(2 * 350 / 350e6)
+    s.load(_program(kernel=bump))                      # reload re-initialises WRAM globals
+    assert s.dpu_sets()[5].copy_from("w", 0, 4).view(np.int32)[0] == 0
+
+
+def test_memory_is_lazy_and_pages_cross_correctly():
+    s = dpu_alloc(sdk.DPU_ALLOCATE_ALL, machine=Machine(get_hardware("upmem-2560")))
+    assert s.nr_dpus == 2560
+    s.load(_program())
+    data = np.arange(2560 * 24, dtype=np.uint32).view(np.uint8).reshape(2560, -1)
+    s.scatter_to(sdk.DPU_MRAM_HEAP_POINTER_NAME, 4096 - 256 - 48, data)  # straddles a page
+    assert np.array_equal(s.gather_from(sdk.DPU_MRAM_HEAP_POINTER_NAME, 4096 - 256 - 48, 96), data)
+    assert s.alloc.mram.bytes_allocated == 2560 * 2 * 4096          # 2 pages each, not 64 MiB
+    assert s.alloc.ledger.modelled_s["cpu_dpu"] > 0 and s.alloc.ledger.modelled_s["dpu_cpu"] > 0
+
+
+def test_peak_memory_2560_dpus_1m_transitions_under_2gib():
+    code_ = r"""
+import resource, numpy as np
+from pimrl.envs import make
+from pimrl.data import generate_dataset
+from pimrl.learners.params import LearnerParams
+from pimrl.pim.trainer import PimTrainer
+env = make("Taxi-v3")
+rec = generate_dataset(env, 1_000_000, 0)
+tr = PimTrainer(LearnerParams(), n_dpus=2560, tasklets=16, hardware="upmem-2560").fit(rec, 500, 6)
+print(tr.n_updates_, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+    out = subprocess.run([sys.executable, "-c", code_], capture_output=True, text=True, check=True)
+    updates, maxrss_kib = map(int, out.stdout.split())
+    assert updates == 1_000_000
+    assert maxrss_kib < 2 * 1024 * 1024, f"peak RSS {maxrss_kib / 1024:.0f} MiB"
+
+
+def test_train_pim_cli_json_and_scaling_text(capsys, tmp_path):
+    q = tmp_path / "q.npy"
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "50000", "--backend", "pim",
+                 "--dpus", "125", "--tasklets", "11", "--dtype", "int32", "--sampling", "str",
+                 "--json", "--save-q", str(q)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    run = out["runs"][0]
+    assert set(run["modelled_s"]) == {"cpu_dpu", "dpu_kernel", "inter_dpu", "dpu_cpu"}
+    assert run["modelled_s"]["dpu_kernel"] > 0 and "host_aggregation" in run["measured_s"]
+    assert np.load(q).shape == (500, 6)
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "50000", "--backend", "pim",
+                 "--dpus", "125,250,500"]) == 0
+    text = capsys.readouterr().out
+    assert "modelled" in text and "measured" in text and "efficiency" in text
+    assert "Parallel efficiency of the total" in text
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "100", "--backend", "pim",
+                 "--dpus", "10", "--hw", "bogus=1"]) == 2
+    assert "bogus" in capsys.readouterr().err
