@@ -126,7 +126,7 @@ C = {name: i for i, name in enumerate(COUNTERS)}
 
 
 def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
-                             n_actions: int, tasklets: int) -> dict:
+                             n_actions: int, tasklets: int, count_visits: bool = False) -> dict:
     """Instructions charged per counted event, for one kernel variant.
 
     The breakdown follows the C kernels line by line (docs/cost-model.md): record decode from
@@ -147,6 +147,8 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
         per_update += sat_add + fx_mul + sat_add
         scan = 3.0 + ops["int32_sub"]
     step = {"seq": 5.0, "str": 8.0, "ran": 6.0}[sampling]        # cursor, bounds, branch
+    if count_visits:
+        per_update += 3.0                                        # load, add, store
     return {
         "updates": per_update + step + (ops["mutex"] if tasklets > 1 else 0.0),
         "non_terminal": bootstrap,

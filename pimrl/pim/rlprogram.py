@@ -9,7 +9,8 @@ each on its own memories, so results never depend on the number of numba threads
 WRAM layout (host-visible symbols first, in this order, each 8-byte aligned):
 ``params`` (16 x int64: the learner's kernel scalars, then the DPU's record count),
 ``rng_state`` (uint32 per tasklet), ``stats`` (int64 counters, see ``cost.COUNTERS``),
-``q_table`` (S x A float32 or Q-format int32), ``visits`` (S x A uint32), then the tasklets'
+``q_table`` (S x A float32 or Q-format int32), ``visits`` (S x A uint32, counted only when
+the program is built with ``count_visits``, as the weighted aggregator needs), then the tasklets'
 DMA buffers and stacks. Transitions live at the start of the MRAM heap
 (``__sys_used_mram_end``), 16-byte records (docs/design.md).
 """
@@ -44,7 +45,7 @@ def _align8(n: int) -> int:
 
 @njit(cache=True)
 def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, heap_off,
-             off_params, off_rng, off_stats, off_q, off_visits, off_buf):
+             off_params, off_rng, off_stats, off_q, off_visits, off_buf, count_visits):
     """One DPU's launch: every update of its lanes in the order of docs/design.md."""
     params = row[off_params:off_params + 8 * PARAMS_WORDS].view(np.int64)
     rng = row[off_rng:off_rng + 4 * tasklets].view(np.uint32)
@@ -91,6 +92,8 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
     per_record = sampling == RAN or (sampling == STR and stride * RECORD_BYTES >= block_bytes)
     block_records = block_bytes // RECORD_BYTES
 
+    # Counters live in locals (registers) and reach WRAM once at the end.
+    n_updates = n_terminal = n_scanned = n_rng = n_below = n_dma = n_dma_bytes = n_steps = 0
     for _ in range(params[P_EPOCHS]):
         for t in range(tasklets):
             lane_reset(lanes[t, 0], cursor, offset, t)
@@ -103,10 +106,7 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
                 if i >= end - start:
                     continue
                 j = lane_next_index(sampling, stride, start, end, cursor, offset, rng, t)
-                stats[C_STEPS] += 1
-                if sampling == RAN:
-                    stats[C_RNG] += 1
-                    stats[C_BELOW] += 1
+                n_steps += 1
                 if j < blk_lo[t] or j >= blk_hi[t]:
                     n = 1 if per_record else min(block_records, end - j)
                     nbytes = n * RECORD_BYTES
@@ -115,8 +115,8 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
                         stats[C_FAULT] = 1 + t          # mram_read rule broken: fault
                         return
                     mram_copy_to_wram(page_row, pool, addr, row, off_buf + t * block_bytes, nbytes)
-                    stats[C_DMA_R] += 1
-                    stats[C_DMA_RB] += nbytes
+                    n_dma += 1
+                    n_dma_bytes += nbytes
                     blk_lo[t] = j
                     blk_hi[t] = j + n
                 w = (t * block_bytes + (j - blk_lo[t]) * RECORD_BYTES) // 4
@@ -132,24 +132,36 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
                 else:
                     sc, dr = update_f32(q_f, s, a, buf_f32[w + 2], s2, b, term, algo, draw, eps,
                                         alpha_f, gamma_f, rng, t)
-                visits[s, a] += 1
-                stats[C_UPDATES] += 1
-                stats[C_SCANNED] += sc
-                stats[C_RNG] += dr
+                if count_visits:
+                    visits[s, a] += 1
+                n_updates += 1
+                n_scanned += sc
+                n_rng += dr
                 if dr == 2:
-                    stats[C_BELOW] += 1
+                    n_below += 1
                 if term:
-                    stats[C_TERMINAL] += 1
+                    n_terminal += 1
+    if sampling == RAN:
+        n_rng += n_steps
+        n_below += n_steps
+    stats[C_UPDATES] = n_updates
+    stats[C_TERMINAL] = n_terminal
+    stats[C_SCANNED] = n_scanned
+    stats[C_RNG] = n_rng
+    stats[C_BELOW] = n_below
+    stats[C_DMA_R] = n_dma
+    stats[C_DMA_RB] = n_dma_bytes
+    stats[C_STEPS] = n_steps
 
 
 @njit(parallel=True, cache=True)
 def rl_kernel(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
-              heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf):
+              heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, count_visits):
     """Launch on every DPU of ``slots`` at once: one numba worker per DPU at a time."""
     for k in prange(len(slots)):
         d = slots[k]
         _run_dpu(page_table[d], pool, wram[d], n_states, n_actions, tasklets, block_bytes,
-                 heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf)
+                 heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, count_visits)
 
 
 class RlProgram(DpuProgram):
@@ -157,7 +169,7 @@ class RlProgram(DpuProgram):
     ``block_bytes`` DMA blocks (8..2,048, a multiple of 16)."""
 
     def __init__(self, n_states: int, n_actions: int, tasklets: int, algo: str, dtype: str,
-                 sampling: str, block_bytes: int = 2048, hardware=None):
+                 sampling: str, block_bytes: int = 2048, hardware=None, count_visits: bool = True):
         if not 1 <= tasklets <= 24:
             raise ValueError(f"tasklets must lie in [1, 24]; got {tasklets}")
         if hardware is not None and tasklets > hardware.max_tasklets:
@@ -169,6 +181,7 @@ class RlProgram(DpuProgram):
         self.n_states, self.n_actions, self.tasklets = n_states, n_actions, tasklets
         self.algo, self.dtype, self.sampling = algo, dtype, sampling
         self.block_bytes = block_bytes
+        self.count_visits = count_visits
         self.name = f"swiftrl-{algo}-{dtype}-{sampling}-t{tasklets}"
         nq = n_states * n_actions
         layout = [("params", 8 * PARAMS_WORDS), ("rng_state", 4 * tasklets),
@@ -178,6 +191,7 @@ class RlProgram(DpuProgram):
             self.symbols[name] = Symbol(name, addr, size)
             addr += _align8(size)
         self.off_buf = addr
+        self.globals_bytes = addr          # initialised at load; DMA buffers and stacks are not
         stack = hardware.stack_bytes_per_tasklet if hardware is not None else 256
         self.wram_used = addr + tasklets * (block_bytes + stack)
         wram_bytes = hardware.wram_bytes if hardware is not None else 65536
@@ -193,14 +207,14 @@ class RlProgram(DpuProgram):
 
     def costs(self, hw):
         return cost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
-                                             self.n_actions, self.tasklets)
+                                             self.n_actions, self.tasklets, self.count_visits)
 
     def launch(self, alloc, slots) -> LaunchResult:
         sym = self.symbols
         rl_kernel(np.asarray(slots, dtype=np.int64), alloc.mram.page_table, alloc.mram.pool,
                   alloc.wram, self.n_states, self.n_actions, self.tasklets, self.block_bytes,
                   0, sym["params"].offset, sym["rng_state"].offset, sym["stats"].offset,
-                  sym["q_table"].offset, sym["visits"].offset, self.off_buf)
+                  sym["q_table"].offset, sym["visits"].offset, self.off_buf, self.count_visits)
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
         faults = [(int(s), int(c[C_FAULT]) - 1, "mram_read outside its rules (size must be a "

@@ -263,7 +263,7 @@ class DpuSet:
         if program not in a.programs:
             a.programs.append(program)
         a.program_of[self.slots] = a.programs.index(program)
-        a.wram[self.slots, : program.wram_used] = 0
+        a.wram[self.slots, : getattr(program, "globals_bytes", program.wram_used)] = 0
         init = getattr(program, "initial_data", None)
         if init:
             init(a, self.slots)

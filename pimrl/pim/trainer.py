@@ -84,7 +84,7 @@ class PimTrainer:
         check_records(records, n_states, n_actions, p)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
         program = RlProgram(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
-                            self.block_bytes, hw)
+                            self.block_bytes, hw, count_visits=spec.needs_visits)
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
         longest = int(np.diff(bounds).max())
         if longest * RECORD_BYTES > hw.mram_bytes:
