@@ -301,3 +301,29 @@ def test_train_pim_cli_json_and_scaling_text(capsys, tmp_path):
     assert main(["train", "--env", "Taxi-v3", "--transitions", "100", "--backend", "pim",
                  "--dpus", "10", "--hw", "bogus=1"]) == 2
     assert "bogus" in capsys.readouterr().err
+
+
+def test_sync_weighted_rounds_equal_host_replica():
+    """sync:R:weighted weights each round by that round's updates (SEQ: known counts)."""
+    p = LearnerParams(epochs=4)
+    D, R = 3, 2
+    tr = PimTrainer(p, n_dpus=D, tasklets=1, aggregate=f"sync:{R}:weighted").fit(RECORDS, S, A)
+    b = even_bounds(len(RECORDS), D)
+    counts = np.stack([np.bincount(RECORDS["state"][b[d]:b[d + 1]].astype(np.int64) * A
+                                   + RECORDS["action"][b[d]:b[d + 1]], minlength=S * A).reshape(S, A)
+                       for d in range(D)]).astype(float)
+    q_init = None
+    for _ in range(R):                   # SEQ draws no random numbers: no streams to carry
+        pr = LearnerParams(epochs=2)
+        res = [learn_partition(RECORDS, S, A, pr, np.array([[b[d], b[d + 1]]]), q_init=q_init)
+               for d in range(D)]
+        q = np.stack([r.q_raw for r in res]).astype(float)
+        w = counts * 2
+        agg = np.where(w.sum(0) > 0, (w * q).sum(0) / np.maximum(w.sum(0), 1), q.mean(0))
+        q_init = agg.astype(np.float32)
+    assert np.allclose(tr.q_, agg, rtol=0, atol=1e-12)
+    from pimrl.pim.aggregate import parse_aggregate
+
+    assert parse_aggregate("sync:3:weighted").label == "sync:3:weighted"
+    with pytest.raises(ValueError, match="sync:R:weighted"):
+        parse_aggregate("sync:0")

@@ -46,7 +46,7 @@ def register(subparsers) -> None:
     g = p.add_argument_group("PIM backend")
     g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
     g.add_argument("--tasklets", type=int, default=16)
-    g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R")
+    g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R | sync:R:weighted")
     g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous")
     g.add_argument("--hardware", default="upmem-2556",
                    help="preset: upmem-2556, upmem-2560, upmem-640, upmem-v1b")

@@ -1,8 +1,9 @@
 """Host-side aggregation of the DPUs' Q-tables, chosen by name.
 
 ``mean`` (SwiftRL: the plain average), ``weighted`` (each entry weighted by how often each
-DPU updated it), and ``sync:R`` (R rounds; after each, the mean is broadcast back to every
-DPU, as in federated Q-learning). Tables arrive raw (float32 or Q-format int32); aggregates
+DPU updated it), and ``sync:R`` / ``sync:R:weighted`` (R rounds; after each, the mean, or
+the mean weighted by that round's updates, is broadcast back to every DPU, as in federated
+Q-learning). Tables arrive raw (float32 or Q-format int32); aggregates
 are float64.
 """
 from __future__ import annotations
@@ -41,17 +42,22 @@ class AggregateSpec:
 
     @property
     def label(self) -> str:
-        return f"sync:{self.rounds}" if self.rounds > 1 else self.name
+        if self.rounds == 1:
+            return self.name
+        return f"sync:{self.rounds}" + (":weighted" if self.name == "weighted" else "")
 
 
 def parse_aggregate(spec: str) -> AggregateSpec:
-    """``mean`` | ``weighted`` | ``sync:R`` (R >= 1 rounds of mean aggregation)."""
+    """``mean`` | ``weighted`` | ``sync:R`` | ``sync:R:weighted`` (R >= 1 rounds)."""
     if spec in AGGREGATORS:
         return AggregateSpec(spec, 1, spec == "weighted")
-    name, _, rounds = spec.partition(":")
-    if name == "sync" and rounds.isdigit() and int(rounds) >= 1:
-        return AggregateSpec("mean", int(rounds), False)
-    raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted or sync:R (R >= 1 rounds)")
+    parts = spec.split(":")
+    if (len(parts) in (2, 3) and parts[0] == "sync" and parts[1].isdigit() and int(parts[1]) >= 1
+            and (len(parts) == 2 or parts[2] in AGGREGATORS)):
+        name = parts[2] if len(parts) == 3 else "mean"
+        return AggregateSpec(name, int(parts[1]), name == "weighted")
+    raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted, sync:R or "
+                     f"sync:R:weighted (R >= 1 rounds)")
 
 
 def raw_scale(dtype: str, frac_bits: int) -> float:

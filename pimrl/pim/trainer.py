@@ -110,6 +110,7 @@ class PimTrainer:
             round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
             counters = np.zeros((self.n_dpus, len(cost.COUNTERS)), dtype=np.int64)
             agg_s = 0.0
+            visits_before = 0
             nq = n_states * n_actions
             raw_dtype = np.int32 if p.dtype == "int32" else np.float32
             for r, epochs in enumerate(round_epochs):
@@ -125,6 +126,8 @@ class PimTrainer:
                     visits = (dpus.gather_from("visits", 0, 4 * nq).view(np.uint32).reshape(
                         self.n_dpus, n_states, n_actions) if spec.needs_visits else None)
                 t0 = time.perf_counter()
+                if visits is not None:          # weight by this round's updates only
+                    visits, visits_before = visits - visits_before, visits
                 q = AGGREGATORS[spec.name](raw, raw_scale(p.dtype, p.frac_bits), visits)
                 agg_s += time.perf_counter() - t0
                 if not last:
