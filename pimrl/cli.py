@@ -12,7 +12,7 @@ COMMAND_MODULES = (
     "pimrl.learners.cli",    # train
     "pimrl.envs.cli",        # eval
     "pimrl.experiments.cli", # scale | plot | demo
-    "pimrl.calibration.cli", # calibrate | sensitivity | docs
+    "pimrl.calibration.cli", # calibrate | sensitivity | cost-doc
     "pimrl.shim.cli",        # shim (build the C host library)
 )
 

@@ -1,0 +1,111 @@
+"""``pimrl calibrate``, ``pimrl sensitivity`` and ``pimrl cost-doc``."""
+from __future__ import annotations
+
+import json
+
+
+def _hardware(args):
+    from pimrl.pim.hardware import get_hardware, parse_overrides
+
+    return get_hardware(args.hardware, parse_overrides(args.hw))
+
+
+def _add_hw(p):
+    p.add_argument("--hardware", default="upmem-2556", help="hardware preset (default upmem-2556)")
+    p.add_argument("--hw", action="append", metavar="KEY=VALUE",
+                   help="override a hardware parameter (repeatable), e.g. dma_beta=0.6")
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "item"):
+        return obj.item()
+    return obj
+
+
+def cmd_calibrate(args) -> int:
+    from pimrl.calibration.calibrate import format_loo, format_shapes, format_table, plot, run_calibration
+
+    result = run_calibration(_hardware(args))
+    if args.plot:
+        result["plots"] = plot(result, args.plot)
+    if args.json:
+        print(json.dumps(_jsonable(result), indent=1))
+    else:
+        s = result["summary"]
+        print(f"pimrl calibrate: hardware {result['hardware']}\n")
+        print(format_table(result))
+        print("\nShape checks\n")
+        print(format_shapes(result))
+        print("\n32-rank curve, leave-one-out interpolation error (how far to trust sizes "
+              "between measured points)\n")
+        print(format_loo(result))
+        print(f"\n{s['targets_within']}/{s['targets']} non-uncertain figures within 10 % "
+              f"(largest {100 * s['max_target_abs_error']:.1f} %); "
+              f"{s['shape_checks_ok']}/{s['shape_checks']} shape checks ok")
+        for path in result.get("plots", []):
+            print(f"wrote {path}")
+    return 0 if result["summary"]["ok"] else 1
+
+
+def cmd_sensitivity(args) -> int:
+    from pimrl.calibration.sensitivity import format_baseline, format_sensitivity, run_sensitivity
+
+    params = {}
+    if args.param:
+        params["parameters"] = tuple(args.param)
+    result = run_sensitivity(args.transitions, args.epochs, args.delta, _hardware(args),
+                             args.seed, **params)
+    if args.json:
+        print(json.dumps(_jsonable(result), indent=1))
+    else:
+        st = result["study"]
+        print(f"SwiftRL study: {st['env']}, {st['transitions']:,} transitions, {st['epochs']} "
+              f"epoch(s), {st['tasklets']} tasklets, DPUs {st['dpus'][0]} and {st['dpus'][1]}\n")
+        print(format_baseline(result))
+        print(f"\nEach parameter x(1 +- {st['delta']:g}): mean change over the "
+              f"{st['variants']} variants (largest-magnitude change)\n")
+        print(format_sensitivity(result))
+    return 0
+
+
+def cmd_cost_doc(args) -> int:
+    from pimrl.calibration.doc import DOC_PATH, update_doc
+
+    path = args.path or DOC_PATH
+    fresh = update_doc(path, check=args.check)
+    if args.check:
+        print(f"{path}: {'up to date' if fresh else 'STALE (run pimrl cost-doc)'}")
+        return 0 if fresh else 1
+    print(f"{path}: {'already up to date' if fresh else 'regenerated'}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("calibrate", help="run the PrIM-style microbenchmarks through "
+                              "the cost model and compare with published UPMEM figures")
+    _add_hw(p)
+    p.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.add_argument("--plot", metavar="DIR", help="write PNG curves to DIR")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = subparsers.add_parser("sensitivity", help="which hardware parameters move the SwiftRL "
+                              "study's modelled speedups (each varied by +-20 %%)")
+    _add_hw(p)
+    p.add_argument("--transitions", type=int, default=1_000_000, help="Taxi-v3 transitions (default 1M)")
+    p.add_argument("--epochs", type=int, default=1, help="training epochs (default 1)")
+    p.add_argument("--delta", type=float, default=0.2, help="relative variation (default 0.2)")
+    p.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
+    p.add_argument("--param", action="append", metavar="NAME",
+                   help="vary only these parameters (repeatable)")
+    p.add_argument("--json", action="store_true", help="print everything as JSON")
+    p.set_defaults(func=cmd_sensitivity)
+
+    p = subparsers.add_parser("cost-doc", help="regenerate the tables of docs/cost-model.md "
+                              "from the code")
+    p.add_argument("--check", action="store_true", help="only report whether the doc is stale")
+    p.add_argument("--path", help="the doc to rewrite (default docs/cost-model.md)")
+    p.set_defaults(func=cmd_cost_doc)

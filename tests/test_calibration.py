@@ -1,0 +1,129 @@
+"""The cost model against the published UPMEM figures (issue 7)."""
+import json
+
+import numpy as np
+import pytest
+
+from pimrl.calibration import bench
+from pimrl.calibration.fit import fit_dma_alphas
+from pimrl.cli import main
+from pimrl.pim import cost
+from pimrl.pim.hardware import Hardware, get_hardware
+
+
+@pytest.fixture(scope="module")
+def calibration():
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["calibrate", "--json"])
+    return rc, json.loads(out.getvalue())
+
+
+def test_calibrate_json_every_certain_figure_within_ten_percent(calibration):
+    rc, result = calibration
+    targets = [r for r in result["rows"] if not r["uncertain"]]
+    assert len(targets) >= 30
+    misses = [(r["figure"], r["rel_error"]) for r in targets if abs(r["rel_error"]) > 0.10]
+    assert not misses, misses
+    assert rc == 0 and result["summary"]["ok"]
+    for r in result["rows"]:
+        assert r["basis"] in ("fitted", "predicted")
+
+
+def test_arithmetic_saturates_at_eleven_tasklets(calibration):
+    _, result = calibration
+    curves = result["curves"]["arithmetic_mops"]
+    for name, series in curves["series"].items():
+        s = np.array(series)
+        assert s[10] == pytest.approx(s.max()), name          # 11 tasklets reach the peak
+        assert s[9] < 0.95 * s.max(), name                    # 10 do not
+        assert np.all(np.diff(s[:11]) > 0), name
+
+
+def test_shape_checks_hold(calibration):
+    _, result = calibration
+    bad = [s for s in result["shapes"] if not s["ok"]]
+    assert not bad, bad
+
+
+def test_transfer_curve_ordering_and_shape(calibration):
+    _, result = calibration
+    rd = result["curves"]["rank_vs_dpus"]["series"]
+    for i, n in enumerate(result["curves"]["rank_vs_dpus"]["dpus"]):
+        if n > 1:
+            assert rd["serial_to"][i] < rd["parallel_to"][i] < rd["broadcast"][i]
+            assert rd["serial_from"][i] < rd["parallel_from"][i]
+    for direction, series in result["curves"]["xfer_32r"]["series"].items():
+        peak = int(np.argmax(series))
+        assert 0 < peak < len(series) - 1                      # rises, peaks, then falls
+        assert np.all(np.diff(series[:peak + 1]) > 0)
+    mram = result["curves"]["mram_mbps"]["series"]
+    assert all(np.all(np.diff(v) > 0) for v in mram.values())
+
+
+def test_dma_alphas_are_the_fit():
+    hw = get_hardware()
+    a, w, err = fit_dma_alphas(hw)
+    assert (hw.dma_alpha_read, hw.dma_alpha_write) == (a, w)
+    assert err < 0.05
+
+
+def test_dpu_cycles_bounds():
+    hw = Hardware()
+    assert cost.dpu_cycles(hw, 100, 50, 1) == 50 + 11 * 100          # no overlap
+    assert cost.dpu_cycles(hw, 1100, 0, 11) == 1100                  # saturated pipeline
+    assert cost.dpu_cycles(hw, 1100, 0, 24) == 1100
+    assert cost.dpu_cycles(hw, 10, 5000, 16) == 5000                 # DMA bound
+    counts = np.zeros((2, len(cost.COUNTERS)), dtype=np.int64)
+    counts[:, cost.C["updates"]] = 100
+    counts[:, cost.C["dma_reads"]] = 3
+    counts[:, cost.C["dma_read_bytes"]] = 3 * 2048
+    costs = {k: 1.0 for k in ("updates", "non_terminal", "scanned_entries", "rng_draws",
+                              "below_draws", "dma_reads")}
+    one = cost.kernel_cycles(hw, counts, costs, 1)
+    instr = 100 + 100 + 3
+    assert one[0] == pytest.approx(11 * instr + 3 * (hw.dma_alpha_read + 0.5 * 2048))
+
+
+def test_transfers_really_go_through_the_ledger():
+    hw = get_hardware()
+    gbps, real = bench.transfer_gbps(hw, "parallel_to", 4096, 64)
+    assert real
+    expected = 4096 * 64 / cost.parallel_transfer_seconds(hw, 4096, 64, 1, True) / 1e9
+    assert gbps == pytest.approx(expected)
+
+
+def test_cost_doc_is_not_stale():
+    from pimrl.calibration.doc import update_doc
+
+    assert update_doc(check=True), "docs/cost-model.md is stale: run `pimrl cost-doc`"
+
+
+def test_sensitivity_command_runs(capsys):
+    rc = main(["sensitivity", "--transitions", "20000", "--param", "frequency_hz",
+               "--param", "xfer_from_dpu_gbps_32r", "--json"])
+    assert rc == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["baseline"]) == 12
+    assert {p["parameter"] for p in result["parameters"]} == {"frequency_hz", "xfer_from_dpu_gbps_32r"}
+    freq = next(p for p in result["parameters"] if p["parameter"] == "frequency_hz")
+    assert freq["plus"]["vs_cpu_mean"] > 0 > freq["minus"]["vs_cpu_mean"]
+
+
+def test_recosting_reproduces_the_trainer():
+    from pimrl.calibration.sensitivity import record_runs, recost, varied
+    from pimrl.data import generate_dataset
+    from pimrl.learners.params import LearnerParams
+    from pimrl.pim.trainer import PimTrainer
+
+    hw = get_hardware()
+    records = generate_dataset("Taxi-v3", 20000, 1)
+    runs = record_runs(records, 500, 6, hw, variants=[("q", "int32", "ran")], dpu_counts=(125,))
+    assert sum(recost(runs[0], hw).values()) == pytest.approx(runs[0].modelled_s, rel=1e-12)
+    hw2, _ = varied(hw, "frequency_hz", 1.2)
+    direct = PimTrainer(LearnerParams(dtype="int32", sampling="ran"), n_dpus=125, tasklets=16,
+                        hardware=hw2).fit(records, 500, 6)
+    assert sum(recost(runs[0], hw2).values()) == pytest.approx(direct.timings_.modelled_total_s, rel=1e-12)
