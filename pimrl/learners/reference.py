@@ -13,11 +13,10 @@ from numba import njit
 
 from pimrl.data.records import NO_ACTION, TRANSITION_DTYPE
 from pimrl.learners import fixedpoint
-from pimrl.learners.params import (
-    P_ALGO, P_ALPHA32, P_ALPHA_FX, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX,
-    P_SAMPLING, P_SARSA_DRAW, P_STRIDE, LearnerParams,
+from pimrl.learners.params import P_EPOCHS, LearnerParams
+from pimrl.learners.update import (
+    lane_next_index, lane_reset, unpack_scalars, update_f32, update_i32,
 )
-from pimrl.learners.update import lane_next_index, lane_reset, update_f32, update_i32
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.rng import lane_seeds
 
@@ -27,20 +26,11 @@ def run_lanes(state, action, reward_f, reward_x, next_state, next_action, termin
               lanes, rng, q_f, q_x, scalars, sat):
     """Apply every update of one partition's lanes (``lanes``: (T, 2) start/end) in order.
 
-    Exactly one of ``q_f`` (float32) / ``q_x`` (int32) is used, by ``scalars[P_DTYPE]``.
+    Exactly one of ``q_f`` (float32) / ``q_x`` (int32) is used, by the scalars' dtype.
     ``rng`` (uint32, one per lane) is advanced in place; saturations add to ``sat[0]``.
     """
-    algo = scalars[P_ALGO]
-    is_int = scalars[P_DTYPE] == 1
-    sampling = scalars[P_SAMPLING]
-    stride = scalars[P_STRIDE]
-    draw = scalars[P_SARSA_DRAW] == 1
-    eps = scalars[P_EPS]
-    frac = scalars[P_FRAC]
-    alpha_f = np.array([scalars[P_ALPHA32]], dtype=np.int64).astype(np.int32).view(np.float32)[0]
-    gamma_f = np.array([scalars[P_GAMMA32]], dtype=np.int64).astype(np.int32).view(np.float32)[0]
-    alpha_x = np.int32(scalars[P_ALPHA_FX])
-    gamma_x = np.int32(scalars[P_GAMMA_FX])
+    (algo, is_int, sampling, stride, draw, eps, frac, alpha_f, gamma_f, alpha_x,
+     gamma_x) = unpack_scalars(scalars)
     n_lanes = lanes.shape[0]
     cursor = np.zeros(n_lanes, dtype=np.int64)
     offset = np.zeros(n_lanes, dtype=np.int64)

@@ -9,9 +9,27 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.fixedpoint import fx_add, fx_mul, fx_sub
+from pimrl.learners.params import (
+    P_ALGO, P_ALPHA32, P_ALPHA_FX, P_DTYPE, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_SAMPLING,
+    P_SARSA_DRAW, P_STRIDE,
+)
 from pimrl.rng import below, xorshift32
 
 SEQ, STR, RAN = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def unpack_scalars(scalars):
+    """``LearnerParams.kernel_scalars()`` (int64 array) back into typed values:
+    (algo, is_int, sampling, stride, sarsa_draw, eps_threshold, frac_bits,
+    alpha_f32, gamma_f32, alpha_fx, gamma_fx)."""
+    bits = np.empty(2, dtype=np.int32)
+    bits[0] = scalars[P_ALPHA32]
+    bits[1] = scalars[P_GAMMA32]
+    floats = bits.view(np.float32)
+    return (scalars[P_ALGO], scalars[P_DTYPE] == 1, scalars[P_SAMPLING], scalars[P_STRIDE],
+            scalars[P_SARSA_DRAW] == 1, scalars[P_EPS], scalars[P_FRAC], floats[0], floats[1],
+            np.int32(scalars[P_ALPHA_FX]), np.int32(scalars[P_GAMMA_FX]))
 
 
 @njit(cache=True, inline="always")

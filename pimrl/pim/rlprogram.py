@@ -19,11 +19,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from pimrl.learners.params import (
-    P_ALGO, P_ALPHA32, P_ALPHA_FX, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX,
-    P_SAMPLING, P_SARSA_DRAW, P_STRIDE,
+from pimrl.learners.params import P_EPOCHS
+from pimrl.learners.update import (
+    RAN, STR, lane_next_index, lane_reset, unpack_scalars, update_f32, update_i32,
 )
-from pimrl.learners.update import RAN, STR, lane_next_index, lane_reset, update_f32, update_i32
 from pimrl.pim import cost
 from pimrl.pim.cost import C
 from pimrl.pim.memory import mram_copy_to_wram
@@ -59,17 +58,8 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
         stats[c] = 0
     sat = stats[C_SAT:C_SAT + 1]
 
-    algo = params[P_ALGO]
-    is_int = params[P_DTYPE] == 1
-    sampling = params[P_SAMPLING]
-    stride = params[P_STRIDE]
-    draw = params[P_SARSA_DRAW] == 1
-    eps = params[P_EPS]
-    frac = params[P_FRAC]
-    alpha_f = params[P_ALPHA32:P_ALPHA32 + 1].astype(np.int32).view(np.float32)[0]
-    gamma_f = params[P_GAMMA32:P_GAMMA32 + 1].astype(np.int32).view(np.float32)[0]
-    alpha_x = np.int32(params[P_ALPHA_FX])
-    gamma_x = np.int32(params[P_GAMMA_FX])
+    (algo, is_int, sampling, stride, draw, eps, frac, alpha_f, gamma_f, alpha_x,
+     gamma_x) = unpack_scalars(params)
     n_records = params[P_N_RECORDS]
     q_f = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
     q_x = row[off_q:off_q + 4 * nq].view(np.int32).reshape((n_states, n_actions))
