@@ -1,0 +1,231 @@
+"""Build ``libdpu.so``: the SDK's C host API over pimrl's simulator (cffi embedding mode).
+
+The library's C layer is ``host/src/dpu_shim.c``; every SDK call it receives goes to a
+function that cffi exports and :mod:`pimrl.shim.runtime` implements in Python. The embedded
+interpreter is told at build time where to find pimrl and its dependencies (this
+interpreter's site-packages and the repository), so a C program linked against the library
+needs nothing else: no PYTHONPATH, no activated virtual environment.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HOST = REPO / "host"
+INCLUDE = HOST / "include"
+SOURCES = (HOST / "src" / "dpu_shim.c",)
+DEFAULT_BUILD_DIR = HOST / "build"
+MODULE = "_pimrl_libdpu"
+LIBRARY = "libdpu.so"
+
+
+class ShimUnavailable(RuntimeError):
+    """The C path cannot be built here (no compiler, no Python headers, no cffi)."""
+
+
+# Types the Python side reads and writes (must match host/include/dpu_types.h and
+# host/src/shim_internal.h; cffi checks the layouts when it compiles).
+CDEF = """
+enum dpu_set_kind_t { DPU_SET_RANKS, DPU_SET_DPU };
+struct dpu_set_t { enum dpu_set_kind_t kind; uint32_t pimrl_handle; uint32_t pimrl_rank;
+                   uint32_t pimrl_dpu; };
+struct dpu_symbol_t { uint32_t address; uint32_t size; };
+struct dpu_program_t { uint32_t pimrl_id; };
+void _pimrl_set_message(const char *message);
+void _pimrl_mark_ready(void);
+"""
+
+# Functions Python implements (host/src/shim_internal.h).
+EMBEDDING_API = """
+int _pimrl_py_start(void);
+int _pimrl_py_alloc(uint32_t count, const char *profile, int by_ranks, struct dpu_set_t *out);
+int _pimrl_py_free(const struct dpu_set_t *set);
+int _pimrl_py_count(const struct dpu_set_t *set, int ranks, uint32_t *out);
+int _pimrl_py_member(const struct dpu_set_t *set, int ranks, uint32_t index, struct dpu_set_t *out);
+int _pimrl_py_load(const struct dpu_set_t *set, const char *path, struct dpu_program_t **program);
+int _pimrl_py_get_symbol(struct dpu_program_t *program, const char *name, struct dpu_symbol_t *symbol);
+int _pimrl_py_launch(const struct dpu_set_t *set, int policy);
+int _pimrl_py_status(const struct dpu_set_t *set, int *done, int *fault);
+int _pimrl_py_sync(const struct dpu_set_t *set);
+int _pimrl_py_copy(const struct dpu_set_t *set, int op, const char *name,
+                   const struct dpu_symbol_t *symbol, uint32_t offset, void *buffer,
+                   size_t length, int flags);
+int _pimrl_py_prepare(const struct dpu_set_t *set, void *buffer);
+int _pimrl_py_push(const struct dpu_set_t *set, int xfer, const char *name,
+                   const struct dpu_symbol_t *symbol, uint32_t offset, size_t length, int flags);
+int _pimrl_py_log(const struct dpu_set_t *set, char **text, size_t *length);
+int _pimrl_py_phase(const struct dpu_set_t *set, const char *category);
+int _pimrl_py_modelled(const struct dpu_set_t *set, const char *category, double *seconds);
+"""
+
+INIT_CODE = """
+import sys
+if not getattr(sys, "argv", None):
+    sys.argv = ["libdpu"]
+_paths = {paths!r}
+for _p in reversed(_paths):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+import site
+for _p in _paths[1:]:
+    site.addsitedir(_p)          # runs .pth files (the editable install of pimrl)
+from {module} import ffi, lib
+from pimrl.shim import runtime as _pimrl_runtime
+_pimrl_runtime.install(ffi, lib)
+"""
+
+
+def python_paths() -> list:
+    """What the embedded interpreter puts first on sys.path: the repository, then this
+    interpreter's site-packages."""
+    paths = [str(REPO)]
+    for key in ("purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p and p not in paths:
+            paths.append(p)
+    return paths
+
+
+def find_compiler() -> str | None:
+    """The C compiler cffi would use ($CC, else cc/gcc/clang on PATH), or None."""
+    cc = os.environ.get("CC")
+    if cc:
+        exe = cc.split()[0]
+        return cc if shutil.which(exe) else None
+    for name in ("cc", "gcc", "clang"):
+        if shutil.which(name):
+            return name
+    return None
+
+
+def c_toolchain() -> tuple:
+    """(True, compiler) when the C path can be built, else (False, reason)."""
+    try:
+        import cffi  # noqa: F401
+    except ImportError:
+        return False, "cffi is not installed (pip install cffi)"
+    cc = find_compiler()
+    if cc is None:
+        return False, ("no C compiler found (looked for $CC, cc, gcc, clang); install one, "
+                       "e.g. apt-get install gcc")
+    include = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not include.exists():
+        return False, (f"the Python headers are missing ({include}); install the "
+                       f"python{sys.version_info.major}.{sys.version_info.minor}-dev package")
+    return True, cc
+
+
+def _c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def library_path(build_dir=None) -> Path:
+    return Path(build_dir or DEFAULT_BUILD_DIR) / LIBRARY
+
+
+def _ffi(sanitize: str | None):
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    ffi.embedding_api(EMBEDDING_API)
+    compile_args = ["-O2", "-g", "-Wall"]
+    link_args = []
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if libdir and sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        link_args.append(f"-Wl,-rpath,{libdir}")       # find libpython without LD_LIBRARY_PATH
+    if sanitize:
+        compile_args += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer"]
+        link_args += [f"-fsanitize={sanitize}"]
+    ffi.set_source(
+        MODULE,
+        '#include "shim_internal.h"\n',
+        sources=[str(s) for s in SOURCES],
+        include_dirs=[str(INCLUDE), str(HOST / "src")],
+        define_macros=[("PIMRL_PYTHON_EXECUTABLE", '"%s"' % _c_string(sys.executable))],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+    )
+    ffi.embedding_init_code(INIT_CODE.format(paths=python_paths(), module=MODULE))
+    return ffi
+
+
+def needs_build(build_dir=None) -> bool:
+    """True when the library is missing or older than one of its sources."""
+    lib = library_path(build_dir)
+    if not lib.exists():
+        return True
+    built = lib.stat().st_mtime
+    inputs = list(SOURCES) + list(INCLUDE.glob("*.h")) + list((HOST / "src").glob("*.h")) + [
+        Path(__file__)]
+    return any(p.stat().st_mtime > built for p in inputs if p.exists())
+
+
+def build_shim(build_dir=None, sanitize: str | None = None, force: bool = False,
+               verbose: bool = False) -> Path:
+    """Build ``libdpu.so`` into ``build_dir`` (default ``host/build``); returns its path.
+
+    ``sanitize="address"`` builds the C layer with AddressSanitizer (for programs that are
+    themselves built with ``-fsanitize=address``). Raises :class:`ShimUnavailable` with the
+    reason when the C path cannot be built here.
+    """
+    ok, what = c_toolchain()
+    if not ok:
+        raise ShimUnavailable(what)
+    build_dir = Path(build_dir or DEFAULT_BUILD_DIR).resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    lib = library_path(build_dir)
+    if not force and not needs_build(build_dir):
+        return lib
+    ffi = _ffi(sanitize)
+    # Compile in a private folder, then move the library in place atomically: a concurrent
+    # build (two test sessions) never leaves a half-written libdpu.so behind.
+    with tempfile.TemporaryDirectory(prefix=".shim-", dir=build_dir) as tmp:
+        try:
+            out = ffi.compile(tmpdir=tmp, target="libdpu.*", verbose=verbose)
+        except Exception as exc:  # cffi wraps compiler failures in VerificationError
+            raise ShimUnavailable(f"compiling {LIBRARY} failed: {exc}") from exc
+        os.replace(out, lib)
+    return lib
+
+
+def pkg_config_flags(build_dir=None) -> dict:
+    """What ``bin/dpu-pkg-config`` prints for this build folder."""
+    build_dir = Path(build_dir or DEFAULT_BUILD_DIR).resolve()
+    return {
+        "cflags": f"-I{INCLUDE} -DPIMRL_SIMULATOR",
+        "libs": f"-L{build_dir} -Wl,-rpath,{build_dir} -ldpu",
+    }
+
+
+def run_self_test(build_dir=None) -> subprocess.CompletedProcess:
+    """Compile and run a ten-line program against the library (used by ``pimrl shim check``)."""
+    cc = find_compiler()
+    flags = pkg_config_flags(build_dir)
+    src = r'''
+#include <dpu.h>
+int main(void) {
+    struct dpu_set_t set, dpu; uint32_t n = 0, i = 0, seen = 0;
+    DPU_ASSERT(dpu_alloc(3, "hardware=upmem-640", &set));
+    DPU_ASSERT(dpu_get_nr_dpus(set, &n));
+    DPU_FOREACH(set, dpu, i) { seen = i + 1; }
+    DPU_ASSERT(dpu_free(set));
+    printf("pimrl shim: %u DPUs allocated, %u iterated\n", n, seen);
+    return !(n == 3 && seen == 3);
+}
+'''
+    with tempfile.TemporaryDirectory() as tmp:
+        c = Path(tmp) / "selftest.c"
+        c.write_text(src)
+        exe = Path(tmp) / "selftest"
+        cmd = [*cc.split(), str(c), *flags["cflags"].split(), *flags["libs"].split(), "-o", str(exe)]
+        built = subprocess.run(cmd, capture_output=True, text=True)
+        if built.returncode:
+            return built
+        return subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)

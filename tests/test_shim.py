@@ -1,0 +1,334 @@
+"""The C host shim: libdpu.so (the UPMEM SDK host API over the simulator), dpu-pkg-config,
+host/app.c, the user-kind error program and the fuzzer under AddressSanitizer.
+
+The library is built once per session in a temporary folder; everything that needs a C
+compiler is skipped, with the reason, when there is none.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pimrl.pim.errors import DpuErrorCode, DpuError
+from pimrl.shim import build as shim_build
+from pimrl.shim import programs
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = REPO / "host"
+PKG_CONFIG = REPO / "bin" / "dpu-pkg-config"
+TOOLCHAIN_OK, TOOLCHAIN = shim_build.c_toolchain()
+needs_cc = pytest.mark.skipif(not TOOLCHAIN_OK, reason=f"C path unavailable: {TOOLCHAIN}")
+
+
+# ------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="session")
+def shim(tmp_path_factory):
+    """(build dir, environment) with libdpu.so built and pimrl's bin first on PATH."""
+    if not TOOLCHAIN_OK:
+        pytest.skip(f"C path unavailable: {TOOLCHAIN}")
+    build = tmp_path_factory.mktemp("shim")
+    shim_build.build_shim(build, force=True)
+    env = dict(os.environ)
+    env["PATH"] = f"{REPO / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PIMRL_SHIM_BUILD_DIR"] = str(build)
+    env.pop("PIMRL_SHIM_TRACE", None)
+    return build, env
+
+
+def sh(cmd: str, env, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, shell=True, env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def cc_user(src: Path, exe: Path, env) -> None:
+    """Build the way a user does: nothing but the dpu-pkg-config line."""
+    r = sh(f"cc {src} -o {exe} $(dpu-pkg-config --cflags --libs dpu)", env)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory):
+    from pimrl.data import generate_dataset, save_dataset
+    from pimrl.envs import make
+
+    env = make("FrozenLake-v1")
+    path = tmp_path_factory.mktemp("data") / "lake.ds"
+    save_dataset(path, generate_dataset(env, 6007, seed=3), env.env_id, 3, "uniform")
+    return path
+
+
+@pytest.fixture(scope="session")
+def app(shim, tmp_path_factory):
+    build, env = shim
+    exe = tmp_path_factory.mktemp("app") / "app"
+    r = sh(f"cc -O2 -Wall -Wextra -Werror -ffp-contract=off {HOST / 'app.c'} -o {exe} "
+           "$(dpu-pkg-config --cflags --libs dpu) -lm", env)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+# ------------------------------------------------------------------------------ no compiler
+def test_python_paths_work_without_a_c_compiler(monkeypatch, capsys):
+    from pimrl.cli import main
+
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(shim_build.shutil, "which", lambda name: None)
+    ok, reason = shim_build.c_toolchain()
+    assert not ok and "no C compiler" in reason
+    assert main(["shim", "build"]) == 2
+    err = capsys.readouterr().err
+    assert "the C path is unavailable" in err and "no C compiler" in err
+    with pytest.raises(shim_build.ShimUnavailable):
+        shim_build.build_shim("/nonexistent/never-created")
+
+
+# ------------------------------------------------------------------------------ programs
+def test_builtin_program_names():
+    from pimrl.pim.hardware import get_hardware
+    from pimrl.pim.rlprogram import RlProgram
+
+    hw = get_hardware("upmem-640")
+    p = programs.load_program("pimrl:swiftrl?states=10&actions=3&tasklets=8&algo=sarsa"
+                              "&dtype=int32&sampling=str&block=1024&visits=0", hw)
+    assert isinstance(p, RlProgram)
+    assert (p.n_states, p.n_actions, p.tasklets, p.algo, p.dtype, p.sampling, p.block_bytes) == \
+        (10, 3, 8, "sarsa", "int32", "str", 1024)
+    assert not p.count_visits
+    cases = {
+        "pimrl:nothing": "DPU_ERR_ELF_NO_SUCH_FILE",
+        "/no/such/file": "DPU_ERR_ELF_NO_SUCH_FILE",
+        "pimrl:swiftrl?states=4": "DPU_ERR_ELF_INVALID_FILE",
+        "pimrl:swiftrl?states=4&actions=2&colour=red": "DPU_ERR_ELF_INVALID_FILE",
+        "pimrl:swiftrl?states=4&actions=2&algo=td": "DPU_ERR_ELF_INVALID_FILE",
+        "pimrl:swiftrl?states=50000&actions=100": "DPU_ERR_ELF_INVALID_FILE",   # WRAM overflow
+        "pimrl:diag?cycles=x": "DPU_ERR_ELF_INVALID_FILE",
+        "pimrl:swiftrl?states=4&actions=2&visits=2": "DPU_ERR_ELF_INVALID_FILE",
+    }
+    for path, code in cases.items():
+        with pytest.raises(DpuError) as info:
+            programs.load_program(path, hw)
+        assert info.value.code.name == code, path
+
+
+def test_program_descriptor_file_and_loader_hook(tmp_path):
+    from pimrl.pim.hardware import get_hardware
+
+    hw = get_hardware("upmem-640")
+    desc = tmp_path / "swiftrl_dpu"
+    desc.write_text("pimrl:diag?cycles=5\n")
+    assert isinstance(programs.load_program(str(desc), hw), programs.DiagProgram)
+    elf = tmp_path / "task"
+    elf.write_bytes(b"\x7fELF" + bytes(60))
+    with pytest.raises(DpuError) as info:
+        programs.load_program(str(elf), hw)
+    assert info.value.code == DpuErrorCode.DPU_ERR_ELF_INVALID_FILE
+    marker = programs.DiagProgram(hw, cycles=3)
+    programs.FILE_LOADERS.append(lambda path, hardware: marker if path == elf else None)
+    try:
+        assert programs.load_program(str(elf), hw) is marker
+    finally:
+        programs.FILE_LOADERS.pop()
+
+
+def test_diag_program_on_the_simulator():
+    from pimrl.pim.system import Machine, dpu_alloc
+    from pimrl.pim.hardware import get_hardware
+
+    hw = get_hardware("upmem-640")
+    dpus = dpu_alloc(3, machine=Machine(hw))
+    dpus.load(programs.load_program("pimrl:diag", hw))
+    dpus.copy_to("words", 0, np.arange(64, dtype=np.uint32))
+    dpus.launch()
+    first = dpus.dpu_sets()[0]
+    assert np.array_equal(first.copy_from("words", 0, 256).view(np.uint32), np.arange(64) + 1)
+    assert "launch 1" in first.log()
+    dpus.dpu_sets()[1].copy_to("fault", 0, np.ones(1, np.uint32))
+    with pytest.raises(DpuError) as info:
+        dpus.launch()
+    assert info.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT
+
+
+# ------------------------------------------------------------------------------ dpu-pkg-config
+@needs_cc
+def test_dpu_pkg_config(shim):
+    build, env = shim
+    r = sh("dpu-pkg-config --cflags --libs dpu", env)
+    assert r.returncode == 0
+    assert r.stdout.split() == [f"-I{HOST / 'include'}", "-DPIMRL_SIMULATOR", f"-L{build}",
+                                f"-Wl,-rpath,{build}", "-ldpu"]
+    assert sh("dpu-pkg-config --version", env).stdout.strip()
+    assert sh("dpu-pkg-config --modversion dpu", env).returncode == 0
+    r = sh("dpu-pkg-config --libs nosuchpkg", env)
+    assert r.returncode == 1 and "nosuchpkg" in r.stderr
+
+
+@needs_cc
+def test_headers_agree_with_python(shim, tmp_path):
+    """Error codes, the SwiftRL params layout and counters: C headers == Python."""
+    from pimrl.learners import params as P
+    from pimrl.pim import cost, rlprogram
+
+    build, env = shim
+    lines = [f'printf("{n} %d\\n", (int){n});' for n in DpuErrorCode.__members__]
+    checks = {
+        **{f"SWIFTRL_P_{n.upper()}": getattr(P, f"P_{n.upper()}") for n in
+           ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps", "frac",
+            "alpha32", "gamma32", "alpha_fx", "gamma_fx")},
+        "SWIFTRL_P_N_RECORDS": rlprogram.P_N_RECORDS,
+        "SWIFTRL_PARAMS_WORDS": rlprogram.PARAMS_WORDS,
+        "SWIFTRL_RECORD_BYTES": rlprogram.RECORD_BYTES,
+        "SWIFTRL_N_STATS": len(cost.COUNTERS),
+        **{f"SWIFTRL_STAT_{n.upper()}": i for i, n in enumerate(cost.COUNTERS)},
+        "SWIFTRL_ALGO_SARSA": P.ALGO_CODE["sarsa"], "SWIFTRL_DTYPE_INT32": P.DTYPE_CODE["int32"],
+        "SWIFTRL_SAMPLING_STR": P.SAMPLING_CODE["str"],
+        "SWIFTRL_SAMPLING_RAN": P.SAMPLING_CODE["ran"],
+    }
+    lines += [f'printf("{n} %d\\n", (int){n});' for n in checks]
+    src = tmp_path / "values.c"
+    src.write_text(f'#include <dpu.h>\n#include <dpu_probe.h>\n#include "{HOST / "swiftrl_common.h"}"\n'
+                   "int main(void) {\n" + "\n".join(lines) + "\nreturn 0;\n}\n")
+    cc_user(src, tmp_path / "values", env)
+    out = dict(line.split() for line in sh(str(tmp_path / "values"), env).stdout.splitlines())
+    for name, code in DpuErrorCode.__members__.items():
+        assert int(out[name]) == int(code), name
+    for name, value in checks.items():
+        assert int(out[name]) == value, name
+
+
+# ------------------------------------------------------------------------------ app.c
+APP_CASES = [
+    ("-n 8", dict(algo="q", dtype="fp32", sampling="seq")),
+    ("-n 5 -t 7 -a sarsa -p int32 -s ran -e 4 -r 2 --seed 11",
+     dict(algo="sarsa", dtype="int32", sampling="ran", epochs=4, seed=11, tasklets=7, rounds=2)),
+    ("-n 3 -s str -k 3 -e 2 -p int32", dict(algo="q", dtype="int32", sampling="str", stride=3,
+                                            epochs=2)),
+    ("-n 4 -a sarsa --next-action epsilon-greedy --epsilon 0.3 -e 3 -r 3",
+     dict(algo="sarsa", next_action="epsilon-greedy", epsilon=0.3, epochs=3, rounds=3)),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize("args,spec", APP_CASES, ids=[a for a, _ in APP_CASES])
+def test_app_end_to_end(app, shim, dataset, tmp_path, args, spec):
+    """app.c prints the four categories (modelled) and OK, and its table and modelled times
+    are exactly those of the Python host (PimTrainer) on the same simulator."""
+    from pimrl.data import load_dataset
+    from pimrl.learners.params import LearnerParams
+    from pimrl.pim.trainer import PimTrainer
+
+    _, env = shim
+    out = tmp_path / "q.bin"
+    r = sh(f"{app} {args} -o {out} {dataset}", env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for label in ("CPU-DPU", "DPU kernel", "Inter-DPU", "DPU-CPU"):
+        assert re.search(rf"^\s+{label}\s+[0-9.]+\s+modelled", r.stdout, re.M), r.stdout
+    assert re.search(r"reference learner: OK \(largest difference 0 ", r.stdout), r.stdout
+
+    spec = dict(spec)
+    n_dpus = int(re.search(r"-n (\d+)", args).group(1))
+    tasklets = spec.pop("tasklets", 16)
+    rounds = spec.pop("rounds", 1)
+    ds = load_dataset(dataset)
+    trainer = PimTrainer(LearnerParams(**spec), n_dpus=n_dpus, tasklets=tasklets,
+                         aggregate="mean" if rounds == 1 else f"sync:{rounds}",
+                         hardware="upmem-2556").fit(np.asarray(ds.records), ds.n_states, ds.n_actions)
+    q_app = np.fromfile(out, dtype=np.float64).reshape(ds.n_states, ds.n_actions)
+    assert np.array_equal(q_app, trainer.q_)
+    printed = {m.group(1): float(m.group(2)) for m in
+               re.finditer(r"^\s+(CPU-DPU|DPU kernel|Inter-DPU|DPU-CPU)\s+([0-9.]+)", r.stdout, re.M)}
+    labels = {"cpu_dpu": "CPU-DPU", "dpu_kernel": "DPU kernel", "inter_dpu": "Inter-DPU",
+              "dpu_cpu": "DPU-CPU"}
+    for cat, label in labels.items():
+        assert printed[label] == pytest.approx(trainer.timings_.modelled_s[cat], rel=1e-5, abs=2e-6)
+
+
+@needs_cc
+def test_app_source_builds_without_the_simulator_extension(tmp_path):
+    """Without PIMRL_SIMULATOR (as with the real SDK) app.c uses nothing but dpu.h."""
+    r = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{HOST / 'include'}",
+                        str(HOST / "app.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "pimrl_sim" not in subprocess.run(
+        ["cc", "-E", f"-I{HOST / 'include'}", str(HOST / "app.c")], capture_output=True,
+        text=True).stdout
+
+
+@needs_cc
+def test_app_rejects_bad_input(app, shim, tmp_path, dataset):
+    _, env = shim
+    bad = tmp_path / "bad.ds"
+    data = bytearray(dataset.read_bytes())
+    data[40] ^= 1                                   # header byte: the checksum no longer fits
+    bad.write_bytes(bytes(data))
+    r = sh(f"{app} -n 2 {bad}", env)
+    assert r.returncode == 1 and "checksum" in r.stderr
+    r = sh(f"{app} -n 2 -b /no/such/dpu/binary {dataset}", env)
+    assert r.returncode == 1 and "DPU Error (no such DPU program file)" in r.stderr
+
+
+# ------------------------------------------------------------------------------ user programs
+@needs_cc
+def test_error_program_of_a_user(shim, tmp_path):
+    _, env = shim
+    exe = tmp_path / "errors"
+    cc_user(HOST / "tests" / "errors.c", exe, env)
+    r = sh(str(exe), env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OK: 0 failed check(s)" in r.stdout
+    reached = set(re.findall(r"^ok\s+(DPU_ERR_\w+)", r.stdout, re.M))
+    assert {"DPU_ERR_ALLOCATION", "DPU_ERR_INVALID_PROFILE", "DPU_ERR_INVALID_DPU_SET",
+            "DPU_ERR_NO_PROGRAM_LOADED", "DPU_ERR_ELF_NO_SUCH_FILE", "DPU_ERR_ELF_INVALID_FILE",
+            "DPU_ERR_UNKNOWN_SYMBOL", "DPU_ERR_INVALID_SYMBOL_ACCESS", "DPU_ERR_INVALID_MRAM_ACCESS",
+            "DPU_ERR_INVALID_WRAM_ACCESS", "DPU_ERR_INVALID_IRAM_ACCESS",
+            "DPU_ERR_TRANSFER_ALREADY_SET", "DPU_ERR_INVALID_MEMORY_TRANSFER",
+            "DPU_ERR_INVALID_LAUNCH_POLICY", "DPU_ERR_DPU_ALREADY_RUNNING", "DPU_ERR_DPU_FAULT",
+            "DPU_ERR_DIFFERENT_DPU_PROGRAMS"} <= reached
+    assert "=== DPU#0x0 ===" in r.stdout and "diag: launch 2" in r.stdout   # dpu_log_read
+
+
+@needs_cc
+def test_dpu_assert_prints_file_line_and_message(shim, tmp_path):
+    _, env = shim
+    exe = tmp_path / "assert_demo"
+    cc_user(HOST / "tests" / "assert_demo.c", exe, env)
+    r = sh(str(exe), env)
+    assert r.returncode == 1                                  # exit(EXIT_FAILURE)
+    assert re.search(r"assert_demo\.c:9\(main\): DPU Error \(no such DPU program file\)", r.stderr)
+    assert "/no/such/dpu/program" in r.stderr                 # the simulator's detail
+    assert "not reached" not in r.stdout
+
+
+# ------------------------------------------------------------------------------ fuzz + ASan
+@needs_cc
+def test_fuzz_under_address_sanitizer(shim, tmp_path_factory):
+    """Random call sequences (fixed seeds) against an ASan build of the C layer, from an
+    ASan-built program: no crash, no sanitizer report, every answer a dpu_error_t.
+
+    The program is ASan-instrumented, so the ASan runtime is the first library loaded and no
+    LD_PRELOAD is needed; the Python interpreter and numpy inside run uninstrumented, with
+    their allocations going through ASan's malloc. detect_leaks=0: the embedded interpreter
+    keeps its memory until exit by design."""
+    if not Path("/usr/lib/gcc").exists() and "clang" not in TOOLCHAIN:
+        pytest.skip("no sanitizer runtime found")
+    _, env = shim
+    build = tmp_path_factory.mktemp("asan")
+    try:
+        shim_build.build_shim(build, sanitize="address", force=True)
+    except shim_build.ShimUnavailable as exc:
+        pytest.skip(f"cannot build with -fsanitize=address: {exc}")
+    exe = build / "fuzz-asan"
+    r = sh(f"cc -g -O1 -fsanitize=address -fno-omit-frame-pointer -Wall -Wextra -Werror "
+           f"{HOST / 'tests' / 'fuzz.c'} -o {exe} -I{HOST / 'include'} -DPIMRL_SIMULATOR "
+           f"-L{build} -Wl,-rpath,{build} -ldpu", env)
+    assert r.returncode == 0, r.stderr
+    env = dict(env, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0")
+    for seed in (1, 2, 3):
+        r = sh(f"{exe} --seed {seed} --iterations 2500", env)
+        assert "AddressSanitizer" not in r.stderr, r.stderr[-4000:]
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+        assert ", 0 failure(s)" in r.stdout
