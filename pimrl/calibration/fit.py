@@ -2,7 +2,6 @@
 ``pimrl.pim.hardware`` must equal what these functions return (a test checks it)."""
 from __future__ import annotations
 
-import numpy as np
 
 from pimrl.calibration.published import MRAM_MBPS_2048, STREAM_MBPS
 from pimrl.pim.hardware import Hardware

@@ -4,7 +4,7 @@ time; the kernels and the transfer layer only count (docs/cost-model.md derives 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field
 
 import numpy as np
 

@@ -162,21 +162,27 @@ class Allocation:
         return self.phase or ("cpu_dpu" if to_dpu else "dpu_cpu")
 
 
-def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
-              hardware: Hardware | None = None, machine: Machine | None = None) -> "DpuSet":
-    """Allocate DPUs as the SDK does: whole ranks, the surplus of the last rank disabled."""
+def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -> Machine:
+    """The machine a profile selects: ``backend`` (simulator), ``hardware`` (a preset) and
+    any hardware field as a what-if override; errors are ``DPU_ERR_INVALID_PROFILE``."""
     opts = parse_profile(profile)
     backend = opts.pop("backend", "simulator")
     if backend not in ("simulator", "pimrl"):
         raise fail("INVALID_PROFILE", f"backend={backend!r}: pimrl simulates (use backend=simulator)")
     opts.pop("nrThreadsPerRank", None)
+    try:
+        hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),
+                                      parse_overrides(f"{k}={v}" for k, v in opts.items()))
+    except (ValueError, TypeError) as exc:     # TypeError: a word where a number belongs
+        raise fail("INVALID_PROFILE", f"profile {profile!r}: {exc}") from None
+    return default_machine(hw)
+
+
+def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
+              hardware: Hardware | None = None, machine: Machine | None = None) -> "DpuSet":
+    """Allocate DPUs as the SDK does: whole ranks, the surplus of the last rank disabled."""
     if machine is None:
-        try:
-            hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),
-                                          parse_overrides(f"{k}={v}" for k, v in opts.items()))
-        except ValueError as exc:
-            raise fail("INVALID_PROFILE", str(exc)) from None
-        machine = default_machine(hw)
+        machine = machine_for_profile(profile, hardware)
     hw = machine.hw
     free = np.flatnonzero(machine.rank_free)
     per_rank = machine.functional[free].sum(axis=1)
@@ -206,15 +212,17 @@ def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
 
 def dpu_alloc_ranks(nr_ranks: int, profile: str | None = None, hardware: Hardware | None = None,
                     machine: Machine | None = None) -> "DpuSet":
-    """Allocate ``nr_ranks`` whole ranks (every functional DPU of each)."""
-    if nr_ranks <= 0:
-        raise fail("ALLOCATION", f"cannot allocate {nr_ranks} ranks")
-    probe = machine or default_machine(hardware or get_hardware())
-    free = np.flatnonzero(probe.rank_free)
-    if len(free) < nr_ranks:
-        raise fail("ALLOCATION", f"asked for {nr_ranks} ranks; {len(free)} are free on {probe.hw.name}")
-    n = int(probe.functional[free[:nr_ranks]].sum())
-    return dpu_alloc(n, profile, hardware, machine if machine is not None else probe)
+    """Allocate ``nr_ranks`` whole ranks (every functional DPU of each);
+    ``DPU_ALLOCATE_ALL`` takes every free rank."""
+    if machine is None:
+        machine = machine_for_profile(profile, hardware)
+    if nr_ranks == DPU_ALLOCATE_ALL:
+        return dpu_alloc(DPU_ALLOCATE_ALL, machine=machine)
+    free = np.flatnonzero(machine.rank_free)
+    if nr_ranks <= 0 or nr_ranks > len(free):
+        raise fail("ALLOCATION", f"asked for {nr_ranks} ranks; {len(free)} are free on "
+                   f"{machine.hw.name} ({machine.hw.n_ranks} ranks)")
+    return dpu_alloc(int(machine.functional[free[:nr_ranks]].sum()), machine=machine)
 
 
 class DpuSet:
@@ -293,8 +301,13 @@ class DpuSet:
         """The SDK's checks, in its order: same program, symbol, bounds, memory alignment."""
         self._check_alive()
         sym = symbol if isinstance(symbol, Symbol) else self.get_symbol(symbol)
-        if isinstance(symbol, Symbol):
+        if isinstance(symbol, Symbol):         # a raw {address, size}: must lie in its memory
             self.program()
+            hw = self.alloc.hw
+            limit = {"wram": hw.wram_bytes, "mram": hw.mram_bytes, "iram": hw.iram_bytes}[sym.space]
+            if sym.size < 0 or sym.offset + sym.size > limit:
+                raise fail(f"INVALID_{sym.space.upper()}_ACCESS", f"symbol at {sym.address:#x} of "
+                           f"{sym.size} bytes lies outside the DPU's {limit}-byte {sym.space.upper()}")
         if offset < 0 or length < 0 or offset + length > sym.size:
             raise fail("INVALID_SYMBOL_ACCESS", f"{sym.name}: offset {offset} + length {length} "
                        f"exceeds the symbol's {sym.size} bytes")

@@ -19,7 +19,6 @@ import numpy as np
 
 from pimrl.pim import cost, system
 from pimrl.pim.errors import DpuError, DpuErrorCode, fail
-from pimrl.pim.hardware import get_hardware, parse_overrides
 from pimrl.shim import programs
 
 ALL_RANKS = 0xFFFFFFFF
@@ -135,13 +134,7 @@ def _symbol_arg(dset: system.DpuSet, name_ptr, symbol_ptr):
         for sym in program.symbols.values():
             if sym.address == address and sym.size == size:
                 return sym
-        sym = system.Symbol(f"<symbol at {address:#x}>", address, size)
-        hw = dset.alloc.hw
-        limit = {"wram": hw.wram_bytes, "mram": hw.mram_bytes, "iram": hw.iram_bytes}[sym.space]
-        if sym.offset + size > limit:
-            raise fail(f"INVALID_{sym.space.upper()}_ACCESS", f"symbol at {address:#x} of {size} "
-                       f"bytes lies outside the DPU's {limit}-byte {sym.space.upper()}")
-        return sym
+        return system.Symbol(f"<symbol at {address:#x}>", address, size)
     name = _text(name_ptr)
     if name is None:
         raise fail("UNKNOWN_SYMBOL", "symbol name is NULL")
@@ -172,35 +165,6 @@ def _guard(fn):
     return call
 
 
-def _machine_for(profile: str | None) -> system.Machine:
-    """The machine ``dpu_alloc`` would use for ``profile`` (same parsing and errors)."""
-    opts = system.parse_profile(profile)
-    backend = opts.pop("backend", "simulator")
-    if backend not in ("simulator", "pimrl"):
-        raise fail("INVALID_PROFILE", f"backend={backend!r}: pimrl simulates (use backend=simulator)")
-    opts.pop("nrThreadsPerRank", None)
-    try:
-        hw = get_hardware(opts.pop("hardware", "upmem-2556"),
-                          parse_overrides(f"{k}={v}" for k, v in opts.items()))
-    except (ValueError, TypeError) as exc:
-        # TypeError: a non-numeric value for a numeric parameter (frequency_hz=abc), which
-        # system.dpu_alloc lets through as TypeError today.
-        raise fail("INVALID_PROFILE", f"profile {profile!r}: {exc}") from None
-    return system.default_machine(hw)
-
-
-def _alloc_ranks(nr_ranks: int, profile: str | None) -> system.DpuSet:
-    machine = _machine_for(profile)
-    if nr_ranks == system.DPU_ALLOCATE_ALL:
-        return system.dpu_alloc(system.DPU_ALLOCATE_ALL, machine=machine)
-    free = np.flatnonzero(machine.rank_free)
-    if nr_ranks == 0 or nr_ranks > len(free):
-        raise fail("ALLOCATION", f"asked for {nr_ranks} ranks; {len(free)} are free on "
-                   f"{machine.hw.name} ({machine.hw.n_ranks} ranks)")
-    dpus = int(machine.functional[free[:nr_ranks]].sum())
-    return system.dpu_alloc(dpus, machine=machine)
-
-
 # ------------------------------------------------------------------------------- the calls
 def py_start():
     return OK
@@ -212,9 +176,9 @@ def py_alloc(count, profile, by_ranks, out):
         raise fail("INTERNAL", "dpu_alloc: the output set pointer is NULL")
     text = _text(profile)
     if by_ranks:
-        dset = _alloc_ranks(int(count), text)
+        dset = system.dpu_alloc_ranks(int(count), text)
     else:
-        dset = system.dpu_alloc(int(count), machine=_machine_for(text))
+        dset = system.dpu_alloc(int(count), text)
     handle = _next_handle
     _next_handle += 1
     _entries[handle] = _Entry(dset)
