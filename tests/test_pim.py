@@ -327,3 +327,26 @@ def test_sync_weighted_rounds_equal_host_replica():
     assert parse_aggregate("sync:3:weighted").label == "sync:3:weighted"
     with pytest.raises(ValueError, match="sync:R:weighted"):
         parse_aggregate("sync:0")
+
+
+def test_kernel_faults_on_bad_records_and_parameters():
+    """The kernel trusts nothing a host program wrote: bad records or parameters fault the
+    DPU with a report instead of corrupting memory."""
+    from pimrl.pim.rlprogram import PARAMS_WORDS, P_N_RECORDS
+
+    p = LearnerParams()
+    prog = RlProgram(S, A, 2, "q", "fp32", "seq", 256, get_hardware())
+    s = dpu_alloc(3, machine=small_machine())
+    s.load(prog)
+    recs = RECORDS[:32].copy()
+    recs["next_state"][5] = S + 100                      # out of the table
+    s.scatter_to(sdk.DPU_MRAM_HEAP_POINTER_NAME, 0, np.stack([recs.view(np.uint8)] * 3))
+    params = np.zeros((3, PARAMS_WORDS), np.int64)
+    params[:, :12] = p.kernel_scalars()
+    params[:, P_N_RECORDS] = [32, 5, 10**9]             # DPU 1 stops before the bad record
+    s.scatter_to("params", 0, params.view(np.uint8).reshape(3, -1))
+    with pytest.raises(DpuError) as e:
+        s.launch()
+    assert code(e) == DpuErrorCode.DPU_ERR_DPU_FAULT
+    msg = str(e.value)
+    assert "DPU 0 tasklet" in msg and "record 5" in msg and "and 1 more" in msg

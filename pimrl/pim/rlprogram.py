@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from pimrl.learners.params import P_EPOCHS
+from pimrl.learners.params import ALGO_CODE, DTYPE_CODE, P_EPOCHS, SAMPLING_CODE
 from pimrl.learners.update import (
     RAN, STR, lane_next_index, lane_reset, unpack_scalars, update_f32, update_i32,
 )
@@ -33,6 +33,8 @@ PARAMS_WORDS = 16
 P_N_RECORDS = 12
 N_COUNTERS = len(cost.COUNTERS)
 DMA_MIN, DMA_MAX = 8, 2048
+# Fault reasons (the ``fault`` counter holds reason * 256 + tasklet + 1).
+FAULT_DMA, FAULT_RECORD = 1, 2
 
 (C_UPDATES, C_TERMINAL, C_SCANNED, C_RNG, C_BELOW, C_DMA_R, C_DMA_RB, C_DMA_W, C_DMA_WB, C_SAT,
  C_FAULT, C_STEPS) = (C[n] for n in cost.COUNTERS)
@@ -74,6 +76,7 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
         lanes[t, 1] = pos + size
         pos += size
     longest = base + (1 if extra else 0)
+    check_b = algo == 1 and not draw              # SARSA reads the logged next action
     cursor = np.zeros(tasklets, dtype=np.int64)
     offset = np.zeros(tasklets, dtype=np.int64)
     blk_lo = np.zeros(tasklets, dtype=np.int64)
@@ -102,7 +105,7 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
                     nbytes = n * RECORD_BYTES
                     addr = heap_off + j * RECORD_BYTES
                     if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
-                        stats[C_FAULT] = 1 + t          # mram_read rule broken: fault
+                        stats[C_FAULT] = FAULT_DMA * 256 + 1 + t
                         return
                     mram_copy_to_wram(page_row, pool, addr, row, off_buf + t * block_bytes, nbytes)
                     n_dma += 1
@@ -116,6 +119,12 @@ def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, he
                 a = row[bo]
                 b = row[bo + 1]
                 term = row[bo + 2] != 0
+                # One unsigned compare per field also catches negative states.
+                if ((np.uint32(s) >= n_states) | (np.uint32(s2) >= n_states) | (a >= n_actions)
+                        | (check_b & (b >= n_actions) & (not term))):
+                    stats[C_FAULT] = FAULT_RECORD * 256 + 1 + t
+                    stats[C_STEPS] = j                  # the offending record
+                    return
                 if is_int:
                     sc, dr = update_i32(q_x, s, a, buf_i32[w + 2], s2, b, term, algo, draw, eps,
                                         alpha_x, gamma_x, frac, rng, t, sat)
@@ -199,17 +208,51 @@ class RlProgram(DpuProgram):
         return cost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits)
 
+    def check_params(self, params: np.ndarray) -> list:
+        """Reasons a DPU's ``params`` would make the kernel misbehave (one string per DPU,
+        empty when fine): the kernel trusts them, as a DPU program trusts its host."""
+        heap_records = self.symbols[DPU_MRAM_HEAP_POINTER_NAME].size // RECORD_BYTES
+        checks = (
+            (params[:, 0] != ALGO_CODE[self.algo], f"params.algo is not {self.algo}"),
+            (params[:, 1] != DTYPE_CODE[self.dtype], f"params.dtype is not {self.dtype}"),
+            (params[:, 2] != SAMPLING_CODE[self.sampling], f"params.sampling is not {self.sampling}"),
+            (params[:, 3] < 1, "params.stride < 1"),
+            (params[:, 4] < 0, "params.epochs < 0"),
+            ((params[:, 6] < 0) | (params[:, 6] > 2**32), "params.eps_threshold outside [0, 2^32]"),
+            ((params[:, 7] < 1) | (params[:, 7] > 30), "params.frac_bits outside [1, 30]"),
+            ((params[:, P_N_RECORDS] < 0) | (params[:, P_N_RECORDS] > heap_records),
+             f"params.n_records outside [0, {heap_records}] (the MRAM heap)"),
+        )
+        out = [""] * len(params)
+        for bad, why in checks:
+            for i in np.flatnonzero(bad):
+                out[i] = out[i] or why
+        return out
+
     def launch(self, alloc, slots) -> LaunchResult:
+        slots = np.asarray(slots, dtype=np.int64)
         sym = self.symbols
-        rl_kernel(np.asarray(slots, dtype=np.int64), alloc.mram.page_table, alloc.mram.pool,
+        po = sym["params"].offset
+        params = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)
+        problems = self.check_params(params)
+        ok = np.array([not p for p in problems], dtype=bool)
+        faults = [(int(s), 0, f"bad parameters: {why}") for s, why in zip(slots, problems) if why]
+        run = slots[ok]
+        rl_kernel(run, alloc.mram.page_table, alloc.mram.pool,
                   alloc.wram, self.n_states, self.n_actions, self.tasklets, self.block_bytes,
-                  0, sym["params"].offset, sym["rng_state"].offset, sym["stats"].offset,
+                  0, po, sym["rng_state"].offset, sym["stats"].offset,
                   sym["q_table"].offset, sym["visits"].offset, self.off_buf, self.count_visits)
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
-        faults = [(int(s), int(c[C_FAULT]) - 1, "mram_read outside its rules (size must be a "
-                   "multiple of 8 in [8, 2048], addresses 8-byte aligned)")
-                  for s, c in zip(np.asarray(slots)[counters[:, C_FAULT] > 0],
-                                  counters[counters[:, C_FAULT] > 0])]
+        counters[~ok] = 0
+        for s, c in zip(slots[ok], counters[ok]):
+            code = int(c[C_FAULT])
+            if code:
+                reason, tasklet = divmod(code - 1, 256)
+                why = ("mram_read outside its rules (size a multiple of 8 in [8, 2048], "
+                       "addresses 8-byte aligned)" if reason == FAULT_DMA else
+                       f"record {int(c[C_STEPS])} of this DPU holds a state or action outside "
+                       f"the {self.n_states} x {self.n_actions} table")
+                faults.append((int(s), tasklet, why))
         cycles = cost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), self.tasklets)
         return LaunchResult(cycles=cycles, faults=faults, counters=counters)

@@ -510,6 +510,7 @@ class DpuSet:
 
 
 def _fault_error(faults):
-    slot, tasklet, reason = faults[0]
-    more = f" (and {len(faults) - 1} more DPUs)" if len(faults) > 1 else ""
+    slot, tasklet, reason = min(faults, key=lambda f: f[0])
+    n = len(faults) - 1
+    more = f" (and {n} more DPU{'s' if n > 1 else ''})" if n else ""
     return fail("DPU_FAULT", f"DPU {slot} tasklet {tasklet}: {reason}{more}")
