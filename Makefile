@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench host clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,9 +20,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
+## host: the C host programs against the simulator (SDK API shim), built and checked
+host: $(STAMP)
+	$(MAKE) -C host check PYTHON=$(abspath $(PY))
+
 ## bench: throughput benchmarks (figures printed, never asserted)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
+	$(PY) benchmarks/bench_simulator.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
