@@ -1,0 +1,29 @@
+/* defs.h: tasklet identity and DPU control (pimrl DPU runtime). */
+#ifndef PIMRL_DPURT_DEFS_H
+#define PIMRL_DPURT_DEFS_H
+
+#include <stdint.h>
+#include "attributes.h"
+
+#ifndef NR_TASKLETS
+#define NR_TASKLETS 1
+#endif
+
+#define __PIMRL_DPURT__ 1
+
+typedef uint32_t sysname_t;
+
+/* The id of the running tasklet, 0 .. NR_TASKLETS - 1. */
+sysname_t me(void);
+/* Stop the DPU (every tasklet): the launch ends normally. */
+void halt(void) __attribute__((noreturn));
+/* Remaining stack bytes of the running tasklet (as the model counts them). */
+int check_stack(void);
+static inline void nop(void) {}
+
+/* A fault of this DPU (DPU_ERR_DPU_FAULT at launch), with a reason. __builtin_trap()
+ * faults as the DPU's `fault` instruction does. */
+void __dpurt_fault(const char *file, int line, const char *what) __attribute__((noreturn));
+#define __builtin_trap() __dpurt_fault(__FILE__, __LINE__, "__builtin_trap()")
+
+#endif

@@ -1,0 +1,938 @@
+/* pimrl DPU runtime: runs a UPMEM DPU program, compiled for the host, on simulated DPUs.
+ *
+ * One copy of a built program (a shared object) is one worker: it runs DPUs one after the
+ * other on the thread that calls dpurt_run. For each DPU it
+ *   - swaps the DPU's WRAM image (the program's .data + .bss, kept by the host in
+ *     alloc.wram[slot]) and, if small, its MRAM globals into the copy's own globals;
+ *   - runs NR_TASKLETS tasklets as coroutines on private stacks under a cooperative,
+ *     round-robin scheduler that switches at DMA transfers, barriers, mutexes, handshakes
+ *     and semaphores;
+ *   - checks the SDK's rules at run time (mram_read/mram_write, mem_alloc), turning a
+ *     violation into a fault of that DPU (tasklet and reason reported to the host);
+ *   - counts its work: the basic-block counters the compiler driver inserted, DMA
+ *     transfers and bytes, runtime calls; perfcounter_get() turns them into modelled cycles;
+ *   - saves the images back.
+ * All state of the runtime itself lives in the section dpurt_state, outside the image.
+ * docs/dpu-runtime.md describes the design.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define DPURT_ABI 1
+#define MAX_TASKLETS 24
+#define MRAM_BASE 0x08000000u
+#define PAGE_SHIFT 12
+#define PAGE_BYTES (1 << PAGE_SHIFT)
+#define DMA_MIN 8
+#define DMA_MAX 2048
+
+#define EXPORT __attribute__((visibility("default")))
+#define HIDDEN __attribute__((visibility("hidden")))
+#define STATE __attribute__((section("dpurt_state")))
+
+/* ------------------------------------------------------------------ shared with Python */
+struct dpurt_config {                   /* pimrl/dpurt/program.py: _Config */
+    int64_t abi;
+    uint8_t *image;                     /* .data .. end of .bss of this copy */
+    int64_t image_size;
+    uint64_t *bbc;                      /* basic-block counters (section dpurt_bbc) */
+    int64_t n_bb;
+    double *bb_cost;                    /* instructions charged per execution of each block */
+    uint64_t *bb_accum;                 /* optional: counts summed over DPUs (profiling) */
+    uint8_t *mram_sec;                  /* MRAM globals (sections dpu_mram, dpu_mram_noinit) */
+    int64_t mram_sec_size;
+    int64_t mram_swap;                  /* 1: swap the MRAM globals (direct access works) */
+    int64_t nr_tasklets;
+    int64_t wram_bytes;
+    int64_t mram_bytes;
+    int64_t stack_model_bytes;          /* WRAM a DPU stack takes (for the heap limit) */
+    int64_t host_stack_bytes;           /* real stack of a tasklet coroutine */
+    int64_t log_cap;
+    double dma_alpha_read, dma_alpha_write, dma_beta, issue_interval, frequency_hz;
+    double cost_mutex, cost_barrier, cost_handshake, cost_dma_call, cost_alloc, cost_printf;
+};
+
+struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
+    int64_t slot;
+    int64_t fault_tasklet;              /* -1: no fault */
+    char fault_reason[512];
+    double instructions;
+    double runtime_instructions;
+    int64_t dma_reads, dma_read_bytes, dma_writes, dma_write_bytes;
+    int64_t sync_calls;
+    int64_t heap_peak;
+    char *log;
+    int64_t log_len;
+    int64_t log_truncated;
+    int64_t n_new_pages;
+    int64_t *new_page_ids;
+    uint8_t *new_page_data;
+};
+
+struct dpurt_launch {                   /* pimrl/dpurt/program.py: _Launch */
+    int64_t n;
+    int64_t *slots;
+    uint8_t *wram;
+    int64_t wram_stride;
+    int32_t *page_table;
+    int64_t pt_stride;
+    uint8_t *pool;
+    int64_t pool_rows;
+    struct dpurt_result *results;
+};
+
+/* ------------------------------------------------------------------ runtime state */
+enum { T_READY, T_BLOCKED, T_DONE };
+enum { W_NONE, W_BARRIER, W_MUTEX, W_HS_WAIT, W_HS_NOTIFY, W_SEM };
+static const char *WAIT_NAMES[] = {"running", "barrier_wait", "mutex_lock",
+                                   "handshake_wait_for", "handshake_notify", "sem_take"};
+
+struct tasklet {
+    void *sp;
+    int state;
+    int wait_kind;
+    void *wait_obj;
+    int wait_arg;
+    uint8_t *stack;            /* mapping, guard page first */
+    size_t stack_size;
+};
+
+struct page_entry {
+    int64_t page;
+    uint8_t *data;
+};
+
+struct rt {
+    struct dpurt_config cfg;
+    int ready;
+    struct tasklet t[MAX_TASKLETS];
+    void *sched_sp;
+    int cur;
+    int ntask;
+    int faulted;
+    int halted;
+    /* the DPU being run */
+    struct dpurt_result *res;
+    int32_t *page_row;
+    uint8_t *pool;
+    int64_t pool_rows;
+    uint8_t *heap;
+    int64_t heap_top, heap_limit;
+    struct page_entry *pages;  /* open addressing, capacity a power of two */
+    int64_t pages_cap, pages_n;
+    char *log;
+    int64_t log_len, log_cap;
+    double rt_instr;
+    uint64_t perf_base;
+    int perf_mode;
+    volatile int in_tasklet;     /* a tasklet (not the scheduler) runs on this copy */
+    struct sigaction previous[32];
+    int handlers;
+};
+
+static struct rt S STATE;
+uint32_t __dpurt_mram_heap_addr STATE = MRAM_BASE;
+uint32_t __dpurt_clocks_per_sec STATE = 350000000u;
+
+extern int main(void);
+HIDDEN void dpurt_switch(void **save_sp, void *new_sp);
+
+/* ------------------------------------------------------------------ context switch */
+#if defined(__x86_64__)
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl dpurt_switch\n"
+    ".hidden dpurt_switch\n"
+    ".type dpurt_switch,@function\n"
+    "dpurt_switch:\n"
+    "\tpushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n"
+    "\tmovq %rsp, (%rdi)\n"
+    "\tmovq %rsi, %rsp\n"
+    "\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n"
+    "\tret\n"
+    ".size dpurt_switch, .-dpurt_switch\n");
+#else
+#error "pimrl DPU runtime: only x86-64 hosts are supported (context switch)"
+#endif
+
+static void tasklet_entry(void);
+
+static void *initial_sp(struct tasklet *t)
+{
+    uintptr_t top = ((uintptr_t)t->stack + t->stack_size) & ~(uintptr_t)15;
+    uint64_t *sp = (uint64_t *)(top - 64);
+    for (int i = 0; i < 6; i++)
+        sp[i] = 0;                                   /* r15 r14 r13 r12 rbx rbp */
+    sp[6] = (uint64_t)(uintptr_t)&tasklet_entry;     /* ret target */
+    sp[7] = 0;                                       /* fake return address */
+    return sp;
+}
+
+/* ------------------------------------------------------------------ faults */
+static void to_scheduler(void)
+{
+    dpurt_switch(&S.t[S.cur].sp, S.sched_sp);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) fault(const char *fmt, ...)
+{
+    if (!S.faulted) {
+        S.faulted = 1;
+        S.res->fault_tasklet = S.cur;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(S.res->fault_reason, sizeof S.res->fault_reason, fmt, ap);
+        va_end(ap);
+    }
+    S.t[S.cur].state = T_DONE;
+    to_scheduler();
+    abort();                                          /* never resumed */
+}
+
+EXPORT void __dpurt_fault(const char *file, int line, const char *what)
+{
+    fault("%s at %s:%d", what, file, line);
+}
+
+/* ------------------------------------------------------------------ scheduling */
+static void block(int kind, void *obj, int arg)
+{
+    struct tasklet *t = &S.t[S.cur];
+    t->state = T_BLOCKED;
+    t->wait_kind = kind;
+    t->wait_obj = obj;
+    t->wait_arg = arg;
+    to_scheduler();
+}
+
+static void wake(int id)
+{
+    S.t[id].state = T_READY;
+    S.t[id].wait_kind = W_NONE;
+    S.t[id].wait_obj = NULL;
+}
+
+static void yield(void)
+{
+    to_scheduler();
+}
+
+static void tasklet_entry(void)
+{
+    main();
+    S.t[S.cur].state = T_DONE;
+    to_scheduler();
+    abort();
+}
+
+EXPORT uint32_t me(void)
+{
+    return (uint32_t)S.cur;
+}
+
+EXPORT void halt(void)
+{
+    S.halted = 1;
+    S.t[S.cur].state = T_DONE;
+    to_scheduler();
+    abort();
+}
+
+EXPORT int check_stack(void)
+{
+    return (int)S.cfg.stack_model_bytes;
+}
+
+/* ------------------------------------------------------------------ cost */
+static double instructions_so_far(void)
+{
+    double instr = S.rt_instr;
+    for (int64_t i = 0; i < S.cfg.n_bb; i++)
+        if (S.cfg.bbc[i])
+            instr += (double)S.cfg.bbc[i] * S.cfg.bb_cost[i];
+    return instr;
+}
+
+static double dma_cycles_so_far(void)
+{
+    struct dpurt_result *r = S.res;
+    return r->dma_reads * S.cfg.dma_alpha_read + r->dma_writes * S.cfg.dma_alpha_write
+           + (double)(r->dma_read_bytes + r->dma_write_bytes) * S.cfg.dma_beta;
+}
+
+/* pimrl.pim.cost.dpu_cycles: the largest of three bounds. */
+static double model_cycles(double instr, double dma)
+{
+    double t = S.ntask > 0 ? S.ntask : 1;
+    double c = instr > dma ? instr : dma;
+    double third = (dma + S.cfg.issue_interval * instr) / t;
+    return c > third ? c : third;
+}
+
+EXPORT uint64_t perfcounter_get(void)
+{
+    S.rt_instr += 1;
+    double instr = instructions_so_far();
+    double v;
+    if (S.perf_mode == 2)
+        v = instr;
+    else if (S.perf_mode == 3)
+        return S.perf_base;
+    else
+        v = model_cycles(instr, dma_cycles_so_far());
+    uint64_t now = (uint64_t)v;
+    return now >= S.perf_base ? now - S.perf_base : 0;
+}
+
+EXPORT uint64_t perfcounter_config(int config, _Bool reset_value)
+{
+    uint64_t previous = perfcounter_get();
+    if (config != 0)
+        S.perf_mode = config;
+    if (reset_value) {
+        double instr = instructions_so_far();
+        S.perf_base = (uint64_t)(S.perf_mode == 2 ? instr
+                                                  : model_cycles(instr, dma_cycles_so_far()));
+    }
+    return previous;
+}
+
+/* ------------------------------------------------------------------ MRAM */
+static uint8_t *new_page(int64_t page)
+{
+    if (S.pages_n * 2 >= S.pages_cap) {
+        int64_t cap = S.pages_cap ? 2 * S.pages_cap : 64;
+        struct page_entry *grown = calloc((size_t)cap, sizeof *grown);
+        if (!grown)
+            fault("out of host memory for MRAM pages");
+        for (int64_t i = 0; i < S.pages_cap; i++) {
+            if (!S.pages[i].data)
+                continue;
+            int64_t h = (S.pages[i].page * 0x9E3779B97F4A7C15ull) >> 7 & (cap - 1);
+            while (grown[h].data)
+                h = (h + 1) & (cap - 1);
+            grown[h] = S.pages[i];
+        }
+        free(S.pages);
+        S.pages = grown;
+        S.pages_cap = cap;
+    }
+    int64_t h = (page * 0x9E3779B97F4A7C15ull) >> 7 & (S.pages_cap - 1);
+    while (S.pages[h].data)
+        h = (h + 1) & (S.pages_cap - 1);
+    S.pages[h].page = page;
+    S.pages[h].data = calloc(1, PAGE_BYTES);
+    if (!S.pages[h].data)
+        fault("out of host memory for MRAM pages");
+    S.pages_n++;
+    return S.pages[h].data;
+}
+
+static uint8_t *mram_page(int64_t page, int create)
+{
+    int32_t pid = S.page_row[page];
+    if (pid > 0)
+        return S.pool + (int64_t)(pid - 1) * PAGE_BYTES;
+    if (S.pages_cap) {
+        int64_t h = (page * 0x9E3779B97F4A7C15ull) >> 7 & (S.pages_cap - 1);
+        while (S.pages[h].data) {
+            if (S.pages[h].page == page)
+                return S.pages[h].data;
+            h = (h + 1) & (S.pages_cap - 1);
+        }
+    }
+    return create ? new_page(page) : NULL;
+}
+
+/* Copy between WRAM and MRAM bytes [off, off + n) of the running DPU. */
+static void mram_copy(int64_t off, uint8_t *wram, int64_t n, int to_mram)
+{
+    int64_t done = 0;
+    if (S.cfg.mram_swap && off < S.cfg.mram_sec_size) {
+        int64_t k = S.cfg.mram_sec_size - off;
+        if (k > n)
+            k = n;
+        if (to_mram)
+            memcpy(S.cfg.mram_sec + off, wram, (size_t)k);
+        else
+            memcpy(wram, S.cfg.mram_sec + off, (size_t)k);
+        done = k;
+    }
+    while (done < n) {
+        int64_t a = off + done;
+        int64_t lo = a & (PAGE_BYTES - 1);
+        int64_t chunk = n - done < PAGE_BYTES - lo ? n - done : PAGE_BYTES - lo;
+        uint8_t *page = mram_page(a >> PAGE_SHIFT, to_mram);
+        if (to_mram)
+            memcpy(page + lo, wram + done, (size_t)chunk);
+        else if (page)
+            memcpy(wram + done, page + lo, (size_t)chunk);
+        else
+            memset(wram + done, 0, (size_t)chunk);
+        done += chunk;
+    }
+}
+
+/* A DPU MRAM offset for a pointer: a 32-bit DPU address, or the host address of an
+ * __mram variable. -1 if it is neither. */
+static int64_t mram_offset(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t sec = (uintptr_t)S.cfg.mram_sec;
+    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_sec_size)
+        return (int64_t)(a - sec);
+    if (a >= MRAM_BASE && a < MRAM_BASE + (uintptr_t)S.cfg.mram_bytes)
+        return (int64_t)(a - MRAM_BASE);
+    return -1;
+}
+
+static void dma(const char *fn, const void *mram, void *wram, unsigned int n, int to_mram)
+{
+    int64_t off = mram_offset(mram);
+    uintptr_t ma = (uintptr_t)mram;
+    if (n < DMA_MIN || n > DMA_MAX || n % 8)
+        fault("%s of %u bytes: the size must be a multiple of 8 in [8, 2048] "
+              "(MRAM address 0x%08llx)", fn, n, (unsigned long long)(off >= 0 ? off + MRAM_BASE : ma));
+    if (off < 0)
+        fault("%s: %p is not an MRAM address (MRAM spans 0x%08x..0x%08llx)", fn, mram,
+              MRAM_BASE, (unsigned long long)(MRAM_BASE + S.cfg.mram_bytes));
+    if (off % 8)
+        fault("%s of %u bytes: MRAM address 0x%08llx is not 8-byte aligned", fn, n,
+              (unsigned long long)(off + MRAM_BASE));
+    if ((uintptr_t)wram % 8)
+        fault("%s of %u bytes: WRAM buffer %p is not 8-byte aligned (use __dma_aligned)", fn,
+              n, wram);
+    if (off + n > S.cfg.mram_bytes)
+        fault("%s of %u bytes at MRAM address 0x%08llx runs past the end of MRAM", fn, n,
+              (unsigned long long)(off + MRAM_BASE));
+    mram_copy(off, (uint8_t *)wram, n, to_mram);
+    if (to_mram) {
+        S.res->dma_writes++;
+        S.res->dma_write_bytes += n;
+    } else {
+        S.res->dma_reads++;
+        S.res->dma_read_bytes += n;
+    }
+    S.rt_instr += S.cfg.cost_dma_call;
+    yield();                       /* the transfer is in flight: other tasklets run */
+}
+
+EXPORT void mram_read(const void *from, void *to, unsigned int nb_of_bytes)
+{
+    dma("mram_read", from, to, nb_of_bytes, 0);
+}
+
+EXPORT void mram_write(const void *from, void *to, unsigned int nb_of_bytes)
+{
+    dma("mram_write", to, (void *)from, nb_of_bytes, 1);
+}
+
+/* ------------------------------------------------------------------ WRAM heap */
+EXPORT void *mem_alloc(size_t size)
+{
+    S.rt_instr += S.cfg.cost_alloc;
+    int64_t start = (S.heap_top + 7) & ~(int64_t)7;
+    if ((int64_t)size < 0 || start + (int64_t)size > S.heap_limit)
+        fault("mem_alloc(%zu): WRAM exhausted: %lld B of globals + %d stacks x %lld B + "
+              "%lld B already allocated + %zu B > %lld B of WRAM", size,
+              (long long)S.cfg.image_size, S.ntask, (long long)S.cfg.stack_model_bytes,
+              (long long)start, size, (long long)S.cfg.wram_bytes);
+    S.heap_top = start + (int64_t)size;
+    if (S.heap_top > S.res->heap_peak)
+        S.res->heap_peak = S.heap_top;
+    return S.heap + start;
+}
+
+EXPORT void *mem_reset(void)
+{
+    S.heap_top = 0;
+    return S.heap;
+}
+
+/* ------------------------------------------------------------------ synchronisation */
+struct barrier_t {
+    uint32_t count;
+    uint32_t arrived;
+};
+
+EXPORT void barrier_wait(struct barrier_t *b)
+{
+    S.rt_instr += S.cfg.cost_barrier;
+    S.res->sync_calls++;
+    if (b->count == 0 || b->count > (uint32_t)S.ntask)
+        fault("barrier_wait: barrier of %u tasklets can never open with NR_TASKLETS=%d",
+              b->count, S.ntask);
+    b->arrived++;
+    if (b->arrived >= b->count) {
+        b->arrived = 0;
+        for (int i = 0; i < S.ntask; i++)
+            if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_BARRIER
+                && S.t[i].wait_obj == b)
+                wake(i);
+        yield();
+        return;
+    }
+    block(W_BARRIER, b, 0);
+}
+
+struct dpurt_mutex {
+    uint8_t locked;
+    uint8_t owner;
+};
+
+EXPORT _Bool mutex_trylock(struct dpurt_mutex *m)
+{
+    S.rt_instr += S.cfg.cost_mutex;
+    if (m->locked)
+        return 0;
+    m->locked = 1;
+    m->owner = (uint8_t)S.cur;
+    return 1;
+}
+
+EXPORT void mutex_lock(struct dpurt_mutex *m)
+{
+    S.rt_instr += S.cfg.cost_mutex;
+    S.res->sync_calls++;
+    if (!m->locked) {
+        m->locked = 1;
+        m->owner = (uint8_t)S.cur;
+        return;
+    }
+    block(W_MUTEX, m, 0);              /* the unlocker hands the mutex over */
+}
+
+EXPORT void mutex_unlock(struct dpurt_mutex *m)
+{
+    S.rt_instr += S.cfg.cost_mutex;
+    for (int k = 1; k <= S.ntask; k++) {
+        int i = (S.cur + k) % S.ntask;
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_MUTEX && S.t[i].wait_obj == m) {
+            m->owner = (uint8_t)i;
+            wake(i);
+            return;
+        }
+    }
+    m->locked = 0;
+    m->owner = 0xff;
+}
+
+EXPORT void handshake_notify(void)
+{
+    S.rt_instr += S.cfg.cost_handshake;
+    S.res->sync_calls++;
+    for (int i = 0; i < S.ntask; i++)
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_HS_WAIT
+            && S.t[i].wait_arg == S.cur) {
+            wake(i);
+            return;
+        }
+    block(W_HS_NOTIFY, NULL, 0);
+}
+
+EXPORT int handshake_wait_for(uint32_t notifier)
+{
+    S.rt_instr += S.cfg.cost_handshake;
+    S.res->sync_calls++;
+    if (notifier >= (uint32_t)S.ntask || (int)notifier == S.cur)
+        return EINVAL;
+    for (int i = 0; i < S.ntask; i++)
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_HS_WAIT
+            && S.t[i].wait_arg == (int)notifier)
+            return EALREADY;
+    struct tasklet *n = &S.t[notifier];
+    if (n->state == T_BLOCKED && n->wait_kind == W_HS_NOTIFY) {
+        wake((int)notifier);
+        return 0;
+    }
+    block(W_HS_WAIT, NULL, (int)notifier);
+    return 0;
+}
+
+struct sem_t {
+    int32_t count;
+};
+
+EXPORT void sem_take(struct sem_t *s)
+{
+    S.rt_instr += S.cfg.cost_mutex;
+    S.res->sync_calls++;
+    while (s->count <= 0)
+        block(W_SEM, s, 0);
+    s->count--;
+}
+
+EXPORT void sem_give(struct sem_t *s)
+{
+    S.rt_instr += S.cfg.cost_mutex;
+    s->count++;
+    for (int k = 1; k <= S.ntask; k++) {
+        int i = (S.cur + k) % S.ntask;
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s) {
+            wake(i);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ log (printf) */
+static void log_append(const char *s, int64_t n)
+{
+    if (n <= 0)
+        return;
+    if (S.log_len + n > S.cfg.log_cap) {
+        n = S.cfg.log_cap - S.log_len;
+        S.res->log_truncated = 1;
+        if (n <= 0)
+            return;
+    }
+    if (S.log_len + n > S.log_cap) {
+        int64_t cap = S.log_cap ? S.log_cap : 1024;
+        while (cap < S.log_len + n)
+            cap *= 2;
+        char *grown = realloc(S.log, (size_t)cap);
+        if (!grown)
+            return;
+        S.log = grown;
+        S.log_cap = cap;
+    }
+    memcpy(S.log + S.log_len, s, (size_t)n);
+    S.log_len += n;
+}
+
+EXPORT int printf(const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    S.rt_instr += S.cfg.cost_printf;
+    if (n < 0)
+        return n;
+    if ((size_t)n < sizeof small) {
+        log_append(small, n);
+        return n;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    log_append(big, n);
+    free(big);
+    return n;
+}
+
+EXPORT int puts(const char *s)
+{
+    S.rt_instr += S.cfg.cost_printf;
+    log_append(s, (int64_t)strlen(s));
+    log_append("\n", 1);
+    return 1;
+}
+
+EXPORT int putchar(int c)
+{
+    char ch = (char)c;
+    S.rt_instr += 1;
+    log_append(&ch, 1);
+    return c;
+}
+
+/* ------------------------------------------------------------------ hardware faults */
+/* A tasklet that dereferences a bad pointer, overflows its stack, divides by zero or hits
+ * an illegal instruction faults its DPU, as on the DPU, instead of killing the host
+ * process. Every copy of every program installs its handler in front of the previous one;
+ * a signal that is not its own (no tasklet of this copy running on this thread) goes down
+ * the chain, ending with the process's own handler. */
+static __thread int tls_running;
+static const int SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+
+static void on_signal(int sig, siginfo_t *info, void *uctx)
+{
+    if (tls_running && S.in_tasklet) {
+        const char *what = sig == SIGSEGV   ? "invalid memory access (SIGSEGV)"
+                           : sig == SIGBUS  ? "bus error (SIGBUS)"
+                           : sig == SIGFPE  ? "arithmetic fault (SIGFPE, e.g. division by zero)"
+                                            : "illegal instruction (SIGILL)";
+        if (!S.faulted) {
+            S.faulted = 1;
+            S.res->fault_tasklet = S.cur;
+            uintptr_t a = (uintptr_t)info->si_addr;
+            uintptr_t lo = (uintptr_t)S.t[S.cur].stack - 4096, hi = lo + 4096;
+            if (sig == SIGSEGV && a >= lo && a < hi)
+                snprintf(S.res->fault_reason, sizeof S.res->fault_reason,
+                         "stack overflow of tasklet %d (host stack of %zu B)", S.cur,
+                         S.t[S.cur].stack_size);
+            else
+                snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "%s at address %p",
+                         what, info->si_addr);
+        }
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+        S.t[S.cur].state = T_DONE;
+        S.in_tasklet = 0;
+        void *dead;
+        dpurt_switch(&dead, S.sched_sp);
+    }
+    struct sigaction *prev = &S.previous[sig];
+    if (prev->sa_flags & SA_SIGINFO) {
+        if (prev->sa_sigaction) {
+            prev->sa_sigaction(sig, info, uctx);
+            return;
+        }
+    } else if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+        prev->sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);                      /* default action: re-raised on return */
+}
+
+static void install_handlers(void)
+{
+    if (S.handlers)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof SIGNALS / sizeof SIGNALS[0]; i++)
+        sigaction(SIGNALS[i], &sa, &S.previous[SIGNALS[i]]);
+    S.handlers = 1;
+}
+
+/* ------------------------------------------------------------------ entry points */
+EXPORT int dpurt_abi(void)
+{
+    return DPURT_ABI;
+}
+
+/* Its address minus its symbol value is the load base of this copy. */
+EXPORT void dpurt_anchor(void) {}
+
+static uint8_t *map_stack(size_t size)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, size + (size_t)pg, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    mprotect(p, (size_t)pg, PROT_NONE);               /* guard page */
+    return p + pg;
+}
+
+/* Configure this copy (once per program copy, again when the cost table changes). */
+EXPORT int dpurt_setup(const struct dpurt_config *cfg, uint32_t mram_heap_addr)
+{
+    if (cfg->abi != DPURT_ABI || cfg->nr_tasklets < 1 || cfg->nr_tasklets > MAX_TASKLETS)
+        return -1;
+    size_t old_stack = S.ready ? S.t[0].stack_size : 0;
+    S.cfg = *cfg;
+    __dpurt_mram_heap_addr = mram_heap_addr;
+    __dpurt_clocks_per_sec = (uint32_t)cfg->frequency_hz;
+    if (!S.heap) {
+        S.heap = aligned_alloc(64, (size_t)((cfg->wram_bytes + 63) & ~63ll));
+        if (!S.heap)
+            return -2;
+    }
+    for (int i = 0; i < MAX_TASKLETS; i++) {
+        if (S.t[i].stack && old_stack == (size_t)cfg->host_stack_bytes)
+            continue;
+        S.t[i].stack = map_stack((size_t)cfg->host_stack_bytes);
+        if (!S.t[i].stack)
+            return -3;
+        S.t[i].stack_size = (size_t)cfg->host_stack_bytes;
+    }
+    S.ready = 1;
+    return 0;
+}
+
+static void finish_pages(struct dpurt_result *r)
+{
+    r->n_new_pages = S.pages_n;
+    if (S.pages_n) {
+        r->new_page_ids = malloc((size_t)S.pages_n * sizeof(int64_t));
+        r->new_page_data = malloc((size_t)S.pages_n * PAGE_BYTES);
+        int64_t k = 0;
+        for (int64_t i = 0; i < S.pages_cap; i++) {
+            if (!S.pages[i].data)
+                continue;
+            if (r->new_page_ids && r->new_page_data) {
+                r->new_page_ids[k] = S.pages[i].page;
+                memcpy(r->new_page_data + k * PAGE_BYTES, S.pages[i].data, PAGE_BYTES);
+            }
+            k++;
+            free(S.pages[i].data);
+        }
+        if (!r->new_page_ids || !r->new_page_data)
+            r->n_new_pages = -1;
+    }
+    free(S.pages);
+    S.pages = NULL;
+    S.pages_cap = S.pages_n = 0;
+}
+
+static void deadlock_report(void)
+{
+    int n = 0;
+    S.faulted = 1;
+    S.res->fault_tasklet = -2;
+    n += snprintf(S.res->fault_reason, sizeof S.res->fault_reason,
+                  "deadlock: every unfinished tasklet is blocked:");
+    for (int i = 0; i < S.ntask && n < (int)sizeof S.res->fault_reason - 40; i++) {
+        struct tasklet *t = &S.t[i];
+        if (t->state != T_BLOCKED)
+            continue;
+        if (S.res->fault_tasklet == -2)
+            S.res->fault_tasklet = i;
+        if (t->wait_kind == W_HS_WAIT)
+            n += snprintf(S.res->fault_reason + n, sizeof S.res->fault_reason - (size_t)n,
+                          " %d in handshake_wait_for(%d);", i, t->wait_arg);
+        else
+            n += snprintf(S.res->fault_reason + n, sizeof S.res->fault_reason - (size_t)n,
+                          " %d in %s;", i, WAIT_NAMES[t->wait_kind]);
+    }
+}
+
+static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_t slot)
+{
+    memset(r, 0, sizeof *r);
+    r->slot = slot;
+    r->fault_tasklet = -1;
+    S.res = r;
+    uint8_t *wram = L->wram + slot * L->wram_stride;
+    S.page_row = L->page_table + slot * L->pt_stride;
+    S.pool = L->pool;
+    S.pool_rows = L->pool_rows;
+
+    /* boot: images in, heap empty, counters zero */
+    memcpy(S.cfg.image, wram, (size_t)S.cfg.image_size);
+    if (S.cfg.mram_swap && S.cfg.mram_sec_size) {
+        int saved = S.cfg.mram_swap;
+        S.cfg.mram_swap = 0;
+        mram_copy(0, S.cfg.mram_sec, S.cfg.mram_sec_size, 0);
+        S.cfg.mram_swap = saved;
+    }
+    memset(S.cfg.bbc, 0, (size_t)S.cfg.n_bb * sizeof(uint64_t));
+    S.ntask = (int)S.cfg.nr_tasklets;
+    S.heap_top = 0;
+    S.heap_limit = S.cfg.wram_bytes - S.cfg.image_size - S.ntask * S.cfg.stack_model_bytes;
+    if (S.heap_limit < 0)
+        S.heap_limit = 0;
+    S.faulted = S.halted = 0;
+    S.rt_instr = 0;
+    S.perf_base = 0;
+    S.perf_mode = 1;
+    S.log_len = 0;
+
+    for (int i = 0; i < S.ntask; i++) {
+        S.t[i].state = T_READY;
+        S.t[i].wait_kind = W_NONE;
+        S.t[i].wait_obj = NULL;
+        S.t[i].sp = initial_sp(&S.t[i]);
+    }
+    int next = 0;
+    for (;;) {
+        int found = -1;
+        for (int k = 0; k < S.ntask; k++) {
+            int c = (next + k) % S.ntask;
+            if (S.t[c].state == T_READY) {
+                found = c;
+                break;
+            }
+        }
+        if (found < 0) {
+            int blocked = 0;
+            for (int i = 0; i < S.ntask; i++)
+                blocked |= S.t[i].state == T_BLOCKED;
+            if (blocked)
+                deadlock_report();
+            break;
+        }
+        S.cur = found;
+        S.in_tasklet = 1;
+        dpurt_switch(&S.sched_sp, S.t[found].sp);
+        S.in_tasklet = 0;
+        if (S.faulted || S.halted)
+            break;
+        next = (found + 1) % S.ntask;
+    }
+
+    /* shut down: count, images out */
+    double instr = S.rt_instr;
+    for (int64_t i = 0; i < S.cfg.n_bb; i++) {
+        uint64_t c = S.cfg.bbc[i];
+        if (!c)
+            continue;
+        instr += (double)c * S.cfg.bb_cost[i];
+        if (S.cfg.bb_accum)
+            S.cfg.bb_accum[i] += c;
+    }
+    r->instructions = instr;
+    r->runtime_instructions = S.rt_instr;
+    memcpy(wram, S.cfg.image, (size_t)S.cfg.image_size);
+    if (S.cfg.mram_swap && S.cfg.mram_sec_size) {
+        S.cfg.mram_swap = 0;
+        mram_copy(0, S.cfg.mram_sec, S.cfg.mram_sec_size, 1);
+        S.cfg.mram_swap = 1;
+    }
+    finish_pages(r);
+    if (S.log_len) {
+        r->log = malloc((size_t)S.log_len);
+        if (r->log) {
+            memcpy(r->log, S.log, (size_t)S.log_len);
+            r->log_len = S.log_len;
+        }
+    }
+}
+
+/* Run the program on every DPU of the launch, one after the other. */
+EXPORT int dpurt_run(const struct dpurt_launch *L)
+{
+    if (!S.ready)
+        return -1;
+    install_handlers();
+    /* an alternate signal stack for this thread, so a stack overflow can be reported */
+    static __thread uint8_t *altstack;
+    stack_t ss, old;
+    if (!altstack)
+        altstack = malloc(65536);
+    ss.ss_sp = altstack;
+    ss.ss_size = 65536;
+    ss.ss_flags = 0;
+    int have_alt = altstack && sigaltstack(&ss, &old) == 0;
+    tls_running = 1;
+    for (int64_t k = 0; k < L->n; k++)
+        run_one(&L->results[k], L, L->slots[k]);
+    tls_running = 0;
+    if (have_alt)
+        sigaltstack(&old, NULL);
+    return 0;
+}
+
+EXPORT void dpurt_release(struct dpurt_result *r, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) {
+        free(r[k].log);
+        free(r[k].new_page_ids);
+        free(r[k].new_page_data);
+        r[k].log = NULL;
+        r[k].new_page_ids = NULL;
+        r[k].new_page_data = NULL;
+    }
+}

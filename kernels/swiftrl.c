@@ -1,0 +1,281 @@
+/* swiftrl.c: the SwiftRL DPU kernel, tabular Q-learning and SARSA over offline
+ * transitions, in UPMEM C. One source for the twelve variants, chosen when it is built:
+ *
+ *   dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=16 -DN_STATES=16 -DN_ACTIONS=4 \
+ *       -DSWIFTRL_ALGO=0 -DSWIFTRL_DTYPE=0 -DSWIFTRL_SAMPLING=0 -o swiftrl swiftrl.c
+ *
+ * SWIFTRL_ALGO 0 Q-learning | 1 SARSA; SWIFTRL_DTYPE 0 FP32 | 1 INT32 (Q format);
+ * SWIFTRL_SAMPLING 0 SEQ | 1 STR | 2 RAN; BLOCK_BYTES the DMA block (default 2048);
+ * COUNT_VISITS 1 to count visits per (s, a) (for the visit-weighted aggregator).
+ *
+ * It follows docs/design.md exactly, as the simulator's built-in kernel
+ * (pimrl/pim/rlprogram.py) and the reference learner do: the DPU's records are split into
+ * NR_TASKLETS contiguous lanes; the updates are applied round-robin over tasklets (step i of
+ * tasklet 0, then of tasklet 1, ...), enforced by a handshake token ring, so each update
+ * reads and writes the shared Q-table alone and in the contract's order; the same xorshift32
+ * streams and the same saturating Q-format arithmetic. Records are streamed from the MRAM
+ * heap into a per-tasklet WRAM buffer with mram_read, refetched when the next record of a
+ * lane is not in it (one record per transfer for RAN, and for STR when the stride leaps past
+ * a block). Symbols and counters: swiftrl_common.h. Builds unchanged with the UPMEM SDK.
+ */
+#include <alloc.h>
+#include <barrier.h>
+#include <defs.h>
+#include <handshake.h>
+#include <mram.h>
+#include <mutex.h>
+#include <stdint.h>
+
+#include "swiftrl_common.h"
+
+#ifndef N_STATES
+#error "define N_STATES (states of the Q-table), e.g. -DN_STATES=16"
+#endif
+#ifndef N_ACTIONS
+#error "define N_ACTIONS (actions of the Q-table), e.g. -DN_ACTIONS=4"
+#endif
+#ifndef SWIFTRL_ALGO
+#define SWIFTRL_ALGO SWIFTRL_ALGO_Q
+#endif
+#ifndef SWIFTRL_DTYPE
+#define SWIFTRL_DTYPE SWIFTRL_FP32
+#endif
+#ifndef SWIFTRL_SAMPLING
+#define SWIFTRL_SAMPLING SWIFTRL_SEQ
+#endif
+#ifndef BLOCK_BYTES
+#define BLOCK_BYTES 2048
+#endif
+#ifndef COUNT_VISITS
+#define COUNT_VISITS 1
+#endif
+
+#define RECORD_BYTES 16
+#define BLOCK_RECORDS (BLOCK_BYTES / RECORD_BYTES)
+
+#if BLOCK_BYTES % RECORD_BYTES || BLOCK_BYTES < 16 || BLOCK_BYTES > 2048
+#error "BLOCK_BYTES must be a multiple of 16 in [16, 2048]"
+#endif
+
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+typedef int32_t q_t;
+#else
+typedef float q_t;
+#endif
+
+__host swiftrl_params_t params;
+__host uint32_t rng_state[NR_TASKLETS];
+__host int64_t stats[SWIFTRL_N_COUNTERS];
+__host q_t q_table[N_STATES][N_ACTIONS];
+__host uint32_t visits[N_STATES][N_ACTIONS];
+
+BARRIER_INIT(start_barrier, NR_TASKLETS);
+MUTEX_INIT(stats_mutex);
+
+static inline uint32_t xorshift32(uint32_t x)
+{
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+}
+
+/* Uniform integer in [0, n): (x * n) >> 32. */
+static inline uint32_t below(uint32_t x, uint32_t n)
+{
+    return (uint32_t)(((uint64_t)x * n) >> 32);
+}
+
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+static inline int32_t sat32(int64_t x, int64_t *sat)
+{
+    if (x > INT32_MAX) {
+        ++*sat;
+        return INT32_MAX;
+    }
+    if (x < INT32_MIN) {
+        ++*sat;
+        return INT32_MIN;
+    }
+    return (int32_t)x;
+}
+
+/* Q-format product: 64-bit product, round half up, arithmetic shift, saturate. */
+static inline int32_t fx_mul(int32_t a, int32_t b, int frac, int64_t *sat)
+{
+    int64_t p = (int64_t)a * (int64_t)b;
+    p = (p + ((int64_t)1 << (frac - 1))) >> frac;
+    return sat32(p, sat);
+}
+#endif
+
+/* The greedy value of row s (the max starts at Q[s][0]). */
+static inline q_t row_max(const q_t *row)
+{
+    q_t m = row[0];
+    for (int k = 1; k < N_ACTIONS; k++)
+        if (row[k] > m)
+            m = row[k];
+    return m;
+}
+
+int main(void)
+{
+    const uint32_t t = me();
+    if (t == 0) {
+        mem_reset();
+        for (int c = 0; c < SWIFTRL_N_COUNTERS; c++)
+            stats[c] = 0;
+    }
+    barrier_wait(&start_barrier);
+    if (params.algo != SWIFTRL_ALGO || params.dtype != SWIFTRL_DTYPE
+        || params.sampling != SWIFTRL_SAMPLING)
+        __builtin_trap();          /* the host's parameters are for another variant */
+
+    swiftrl_transition_t *buf = mem_alloc(BLOCK_BYTES);
+    const int64_t n_records = params.n_records;
+    const int64_t base = n_records / NR_TASKLETS, extra = n_records % NR_TASKLETS;
+    const int64_t start = t * base + (t < extra ? t : extra);
+    const int64_t size = base + (t < extra ? 1 : 0);
+    const int64_t end = start + size;
+    const int64_t longest = base + (extra ? 1 : 0);
+    const int64_t epochs = params.epochs;
+    const int64_t stride = params.stride;
+    const uint32_t heap = (uint32_t)(uintptr_t)DPU_MRAM_HEAP_POINTER;
+    const int per_record = SWIFTRL_SAMPLING == SWIFTRL_RAN
+                           || (SWIFTRL_SAMPLING == SWIFTRL_STR
+                               && stride * RECORD_BYTES >= BLOCK_BYTES);
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+    const int32_t alpha = (int32_t)params.alpha_fx, gamma = (int32_t)params.gamma_fx;
+    const int frac = (int)params.frac_bits;
+#else
+    union {
+        int32_t i;
+        float f;
+    } ua, ug;
+    ua.i = (int32_t)params.alpha_f32_bits;
+    ug.i = (int32_t)params.gamma_f32_bits;
+    const float alpha = ua.f, gamma = ug.f;
+#endif
+#if SWIFTRL_ALGO == SWIFTRL_ALGO_SARSA
+    const int draw = params.sarsa_draw == 1;
+    const uint64_t eps = (uint64_t)params.eps_threshold;
+#endif
+    uint32_t rng = rng_state[t];
+    int64_t n_updates = 0, n_terminal = 0, n_scanned = 0, n_rng = 0, n_below = 0;
+    int64_t n_dma = 0, n_dma_bytes = 0, n_sat = 0, n_steps = 0;
+
+    for (int64_t e = 0; e < epochs; e++) {
+        int64_t cursor = start, offset = 0, blk_lo = -1, blk_hi = -1;
+        for (int64_t i = 0; i < longest; i++) {
+            /* the token ring: tasklet t - 1 has applied its i-th update */
+            if (NR_TASKLETS > 1 && (t != 0 || e != 0 || i != 0))
+                handshake_wait_for((t + NR_TASKLETS - 1) % NR_TASKLETS);
+            if (i < size) {
+                /* the lane's next record */
+                int64_t j;
+#if SWIFTRL_SAMPLING == SWIFTRL_RAN
+                rng = xorshift32(rng);
+                j = start + below(rng, (uint32_t)size);
+#elif SWIFTRL_SAMPLING == SWIFTRL_SEQ
+                j = cursor++;
+#else
+                j = cursor;
+                int64_t nxt = j + stride;
+                while (nxt >= end) {
+                    offset++;
+                    nxt = start + offset;
+                    if (offset >= stride)
+                        break;
+                }
+                cursor = nxt;
+#endif
+                n_steps++;
+                if (j < blk_lo || j >= blk_hi) {
+                    int64_t n = per_record ? 1 : (end - j < BLOCK_RECORDS ? end - j : BLOCK_RECORDS);
+                    uint32_t nbytes = (uint32_t)(n * RECORD_BYTES);
+                    mram_read((__mram_ptr void *)(uintptr_t)(heap + (uint32_t)j * RECORD_BYTES),
+                              buf, nbytes);
+                    n_dma++;
+                    n_dma_bytes += nbytes;
+                    blk_lo = j;
+                    blk_hi = j + n;
+                }
+                const swiftrl_transition_t *rec = &buf[j - blk_lo];
+                const int32_t s = rec->state, s2 = rec->next_state;
+                const uint32_t a = rec->action;
+                q_t target;
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+                const q_t r = rec->reward.fx;
+#else
+                const q_t r = rec->reward.f;
+#endif
+                if (rec->terminated) {
+                    target = r;
+                    n_terminal++;
+                } else {
+                    q_t m;
+#if SWIFTRL_ALGO == SWIFTRL_ALGO_Q
+                    m = row_max(q_table[s2]);
+                    n_scanned += N_ACTIONS;
+#else
+                    if (!draw) {
+                        m = q_table[s2][rec->next_action];
+                    } else {
+                        rng = xorshift32(rng);
+                        if ((uint64_t)rng < eps) {
+                            rng = xorshift32(rng);
+                            m = q_table[s2][below(rng, N_ACTIONS)];
+                            n_rng += 2;
+                            n_below++;
+                        } else {
+                            m = row_max(q_table[s2]);
+                            n_scanned += N_ACTIONS;
+                            n_rng += 1;
+                        }
+                    }
+#endif
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+                    target = sat32((int64_t)r + fx_mul(gamma, m, frac, &n_sat), &n_sat);
+#else
+                    q_t t1 = gamma * m;
+                    target = r + t1;
+#endif
+                }
+                const q_t cur = q_table[s][a];
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+                const int32_t td = sat32((int64_t)target - cur, &n_sat);
+                q_table[s][a] = sat32((int64_t)cur + fx_mul(alpha, td, frac, &n_sat), &n_sat);
+#else
+                const float td = target - cur;
+                const float step = alpha * td;
+                q_table[s][a] = cur + step;
+#endif
+#if COUNT_VISITS
+                visits[s][a]++;
+#endif
+                n_updates++;
+            }
+            /* pass the token to tasklet t + 1 (not after the very last step of the ring) */
+            if (NR_TASKLETS > 1 && (t != NR_TASKLETS - 1 || e != epochs - 1 || i != longest - 1))
+                handshake_notify();
+        }
+    }
+#if SWIFTRL_SAMPLING == SWIFTRL_RAN
+    n_rng += n_steps;
+    n_below += n_steps;
+#endif
+    rng_state[t] = rng;
+    mutex_lock(stats_mutex);
+    stats[SWIFTRL_C_UPDATES] += n_updates;
+    stats[SWIFTRL_C_TERMINAL] += n_terminal;
+    stats[SWIFTRL_C_SCANNED] += n_scanned;
+    stats[SWIFTRL_C_RNG] += n_rng;
+    stats[SWIFTRL_C_BELOW] += n_below;
+    stats[SWIFTRL_C_DMA_READS] += n_dma;
+    stats[SWIFTRL_C_DMA_READ_BYTES] += n_dma_bytes;
+    stats[SWIFTRL_C_SATURATIONS] += n_sat;
+    stats[SWIFTRL_C_STEPS] += n_steps;
+    mutex_unlock(stats_mutex);
+    return 0;
+}

@@ -1,0 +1,74 @@
+/* swiftrl_common.h: what the SwiftRL DPU kernels (kernels/swiftrl.c) and their host
+ * programs (host/app.c) share: the transition record, the kernel parameters, the work
+ * counters and the variant codes. The same layout as the simulator's built-in kernel
+ * (pimrl/pim/rlprogram.py) and the same codes as pimrl/learners/params.py, so one host
+ * program drives either. Plain C99: it builds for the DPU, the host and pimrl. */
+#ifndef SWIFTRL_COMMON_H
+#define SWIFTRL_COMMON_H
+
+#include <stdint.h>
+
+/* Variant codes (pimrl.learners.params ALGO_CODE, DTYPE_CODE, SAMPLING_CODE). */
+#define SWIFTRL_ALGO_Q 0
+#define SWIFTRL_ALGO_SARSA 1
+#define SWIFTRL_FP32 0
+#define SWIFTRL_INT32 1
+#define SWIFTRL_SEQ 0
+#define SWIFTRL_STR 1
+#define SWIFTRL_RAN 2
+
+/* One transition, 16 bytes, little-endian (docs/design.md). For INT32 kernels the host
+ * rewrites `reward` as a Q-format int32 before pushing the records. */
+typedef struct swiftrl_transition {
+    int32_t state;
+    int32_t next_state;
+    union {
+        float f;
+        int32_t fx;
+    } reward;
+    uint8_t action;
+    uint8_t next_action;     /* 255: unknown */
+    uint8_t terminated;
+    uint8_t truncated;
+} swiftrl_transition_t;
+
+/* WRAM symbol "params": 16 int64 words (pimrl.learners.params.KERNEL_SCALARS, then the
+ * DPU's record count). */
+#define SWIFTRL_PARAMS_WORDS 16
+typedef struct swiftrl_params {
+    int64_t algo;            /* SWIFTRL_ALGO_* */
+    int64_t dtype;           /* SWIFTRL_FP32 / SWIFTRL_INT32 */
+    int64_t sampling;        /* SWIFTRL_SEQ / STR / RAN */
+    int64_t stride;          /* STR's stride */
+    int64_t epochs;          /* epochs of this launch */
+    int64_t sarsa_draw;      /* 1: SARSA draws b' epsilon-greedily; 0: logged b' */
+    int64_t eps_threshold;   /* floor(epsilon * 2^32) */
+    int64_t frac_bits;       /* F of the Q format */
+    int64_t alpha_f32_bits;  /* alpha as float32 bits */
+    int64_t gamma_f32_bits;
+    int64_t alpha_fx;        /* alpha in Q format */
+    int64_t gamma_fx;
+    int64_t n_records;       /* this DPU's transitions, at the start of the MRAM heap */
+    int64_t reserved[3];
+} swiftrl_params_t;
+
+enum swiftrl_param_index {
+    SWIFTRL_P_ALGO, SWIFTRL_P_DTYPE, SWIFTRL_P_SAMPLING, SWIFTRL_P_STRIDE, SWIFTRL_P_EPOCHS,
+    SWIFTRL_P_SARSA_DRAW, SWIFTRL_P_EPS, SWIFTRL_P_FRAC, SWIFTRL_P_ALPHA32, SWIFTRL_P_GAMMA32,
+    SWIFTRL_P_ALPHA_FX, SWIFTRL_P_GAMMA_FX, SWIFTRL_P_N_RECORDS
+};
+
+/* WRAM symbol "stats": int64 work counters per DPU (pimrl.pim.cost.COUNTERS). */
+enum swiftrl_counter {
+    SWIFTRL_C_UPDATES, SWIFTRL_C_TERMINAL, SWIFTRL_C_SCANNED, SWIFTRL_C_RNG, SWIFTRL_C_BELOW,
+    SWIFTRL_C_DMA_READS, SWIFTRL_C_DMA_READ_BYTES, SWIFTRL_C_DMA_WRITES,
+    SWIFTRL_C_DMA_WRITE_BYTES, SWIFTRL_C_SATURATIONS, SWIFTRL_C_FAULT, SWIFTRL_C_STEPS,
+    SWIFTRL_N_COUNTERS
+};
+
+/* Other WRAM symbols: "rng_state" (uint32 per tasklet: the lanes' xorshift32 streams),
+ * "q_table" (N_STATES x N_ACTIONS float32, or Q-format int32), "visits" (N_STATES x
+ * N_ACTIONS uint32, counted when built with COUNT_VISITS=1). Records: MRAM heap
+ * ("__sys_used_mram_end"), params.n_records of them. */
+
+#endif

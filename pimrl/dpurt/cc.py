@@ -1,0 +1,261 @@
+"""``dpu-upmem-dpurte-clang`` for pimrl: builds a UPMEM DPU program for host execution.
+
+Takes the SDK compiler's usual command line (``-DNR_TASKLETS=16 -O2 -o task task.c``, also
+``-c`` then a separate link, ``-I``, ``-D``, ``-W``, ``-g``, ``-std=``) and produces a shared
+object the pimrl loader (:func:`pimrl.dpurt.load_program`, the shim's ``dpu_load``) runs:
+
+1. each C source is compiled by the host compiler to assembly with pimrl's DPU headers
+   (``host/dpurt/include``: ``defs.h``, ``mram.h``, ``alloc.h``, ``stdio.h``...) first on
+   the include path and flags that keep the code DPU-like (no vectorisation, no fused
+   multiply-add, no red zone);
+2. the assembly gets a counter at every basic block (:mod:`pimrl.dpurt.instrument`);
+3. the objects are linked with the runtime (``host/dpurt/src/dpurt.c``) into a shared
+   object with a linker script that keeps the WRAM image (``.data`` .. ``.bss``) contiguous.
+
+Flags for the DPU toolchain only (``-mcpu=...``, ``-flto``, ``-Wl,...``) are ignored with a
+note. ``PIMRL_DPURT_CC`` names the host compiler (default ``gcc``); ``PIMRL_DPURT_CACHE``
+where the runtime object is cached; ``-v`` prints the commands.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pimrl.dpurt.instrument import instrument
+
+REPO = Path(__file__).resolve().parents[2]
+INCLUDE = REPO / "host" / "dpurt" / "include"
+RUNTIME_SRC = REPO / "host" / "dpurt" / "src" / "dpurt.c"
+LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
+ABI = 1
+
+#: Flags every DPU source is compiled with (after the user's, so they win).
+CODE_FLAGS = ["-fPIC", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
+              "-ffp-contract=off", "-fno-stack-protector", "-fcf-protection=none",
+              "-fno-asynchronous-unwind-tables", "-fno-plt", "-Wno-int-to-pointer-cast",
+              "-Wno-pointer-to-int-cast", "-D__PIMRL_DPURT__=1"]
+LINK_FLAGS = ["-shared", "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack"]
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def host_cc() -> str:
+    return os.environ.get("PIMRL_DPURT_CC") or os.environ.get("PIMRL_CC") or "gcc"
+
+
+def have_compiler() -> bool:
+    return shutil.which(host_cc()) is not None
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("PIMRL_DPURT_CACHE")
+    if env:
+        p = Path(env)
+    else:
+        p = REPO / "host" / "dpurt" / "build"
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+            if not os.access(p, os.W_OK):
+                raise OSError
+        except OSError:
+            p = Path(tempfile.gettempdir()) / f"pimrl-dpurt-{os.getuid()}"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _run(cmd, verbose=False, what="compile"):
+    if verbose:
+        print(" ".join(shlex.quote(str(c)) for c in cmd), file=sys.stderr)
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{what} failed (exit {proc.returncode}): "
+                         + " ".join(shlex.quote(str(c)) for c in cmd) + "\n" + proc.stderr)
+    if proc.stdout:
+        sys.stdout.write(proc.stdout)
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+    return proc
+
+
+def runtime_object(verbose=False) -> Path:
+    """The runtime compiled once per source version (cached)."""
+    src = RUNTIME_SRC.read_bytes()
+    cc = host_cc()
+    key = hashlib.sha256(src + cc.encode() + b"abi1").hexdigest()[:16]
+    out = cache_dir() / f"dpurt-{key}.o"
+    if not out.exists():
+        tmp = out.with_suffix(f".{os.getpid()}.tmp.o")
+        _run([cc, "-O2", "-fPIC", "-fno-stack-protector", "-fcf-protection=none",
+              "-fvisibility=hidden", "-Wall", "-c", RUNTIME_SRC, "-o", tmp], verbose,
+             "building the pimrl DPU runtime")
+        os.replace(tmp, out)
+    return out
+
+
+def _defines(flags) -> dict:
+    out = {}
+    it = iter(flags)
+    for f in it:
+        if f == "-D":
+            f = "-D" + next(it, "")
+        if f.startswith("-D"):
+            name, _, value = f[2:].partition("=")
+            out[name] = value if _ else "1"
+    return out
+
+
+def compile_source(src: Path, obj: Path, flags: list, verbose=False) -> None:
+    """One C source -> instrumented object."""
+    cc = host_cc()
+    with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
+        asm = Path(tmp) / (src.stem + ".s")
+        _run([cc, "-I", INCLUDE, *flags, *CODE_FLAGS, "-S", src, "-o", asm], verbose)
+        text, info = instrument(asm.read_text(), src.name)
+        defs = _defines(flags)
+        meta = {"nr_tasklets": int(defs["NR_TASKLETS"]) if defs.get("NR_TASKLETS", "").isdigit() else None,
+                "stack_size": int(defs["STACK_SIZE_DEFAULT"]) if defs.get("STACK_SIZE_DEFAULT", "").isdigit() else None}
+        inst = Path(tmp) / (src.stem + ".dpurt.s")
+        inst.write_text(text + _info_section("dpurt_tuinfo", {"tu": src.name, **meta}))
+        _run([cc, "-c", inst, "-o", obj], verbose, "assembling")
+
+
+def _info_section(name: str, payload: dict) -> str:
+    text = json.dumps(payload, separators=(",", ":")) + "\n"
+    esc = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'\t.section\t{name},"",@progbits\n\t.ascii\t"{esc}"\n\t.text\n'
+
+
+def link(objects: list, out: Path, flags: list, verbose=False) -> None:
+    cc = host_cc()
+    defs = _defines(flags)
+    meta = {"abi": ABI, "nr_tasklets": int(defs["NR_TASKLETS"]) if defs.get("NR_TASKLETS", "").isdigit() else None,
+            "stack_size": int(defs["STACK_SIZE_DEFAULT"]) if defs.get("STACK_SIZE_DEFAULT", "").isdigit() else None}
+    with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
+        info_s = Path(tmp) / "dpurt_info.s"
+        info_s.write_text(_info_section("dpurt_info", meta))
+        info_o = Path(tmp) / "dpurt_info.o"
+        _run([cc, "-c", info_s, "-o", info_o], verbose, "assembling")
+        tmp_out = Path(tmp) / "program.so"
+        _run([cc, *LINK_FLAGS, f"-Wl,-T,{LINKER_SCRIPT}", "-o", tmp_out, *objects,
+              runtime_object(verbose), info_o], verbose, "linking")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tmp_out, out)
+        os.chmod(out, 0o755)
+
+
+_IGNORED_PREFIXES = ("-mcpu", "-march", "-mtune", "-flto", "-Wl,", "-fuse-ld", "--target",
+                     "-target", "-mno-", "-mllvm", "-save-temps")
+_WITH_ARG = {"-o", "-I", "-D", "-U", "-include", "-isystem", "-x", "-MF", "-MT", "-MQ", "-L", "-l"}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = "dpu-upmem-dpurte-clang"
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"usage: {prog} [-DNR_TASKLETS=n] [-O2] [-I dir] [-c] -o OUTPUT SOURCE.c...\n"
+              "pimrl: builds a UPMEM DPU program for the pimrl simulator (host execution).")
+        return 0 if argv else 1
+    if argv[0] in ("--version", "-v") and len(argv) == 1:
+        print(f"{prog} (pimrl DPU runtime, abi {ABI}) over {host_cc()}")
+        return 0
+    out = None
+    compile_only = False
+    verbose = False
+    flags, sources, objects = [], [], []
+    it = iter(argv)
+    for a in it:
+        if a == "-o":
+            out = next(it, None)
+        elif a == "-c":
+            compile_only = True
+        elif a == "-v":
+            verbose = True
+        elif a in _WITH_ARG:
+            val = next(it, "")
+            if a in ("-L", "-l"):
+                continue
+            flags += [a, val]
+        elif a.startswith(_IGNORED_PREFIXES) or a.startswith("-l") or a.startswith("-L"):
+            if verbose:
+                print(f"{prog}: note: ignoring DPU toolchain flag {a}", file=sys.stderr)
+        elif a.startswith("-"):
+            flags.append(a)
+        elif a.endswith((".c", ".C")):
+            sources.append(Path(a))
+        elif a.endswith((".o", ".so")):
+            objects.append(Path(a))
+        elif a.endswith((".s", ".S")):
+            print(f"{prog}: error: {a}: DPU assembly cannot run in the pimrl simulator; "
+                  "write the kernel in C", file=sys.stderr)
+            return 1
+        else:
+            print(f"{prog}: error: unknown input {a!r}", file=sys.stderr)
+            return 1
+    if not sources and not objects:
+        print(f"{prog}: error: no input files", file=sys.stderr)
+        return 1
+    if not have_compiler():
+        print(f"{prog}: error: no host C compiler ({host_cc()}) on PATH; pimrl needs one to "
+              "run DPU programs (set PIMRL_DPURT_CC)", file=sys.stderr)
+        return 1
+    for s in sources:
+        if not s.exists():
+            print(f"{prog}: error: {s}: no such file", file=sys.stderr)
+            return 1
+    try:
+        if compile_only:
+            if out and len(sources) > 1:
+                print(f"{prog}: error: -o with -c takes one source", file=sys.stderr)
+                return 1
+            for s in sources:
+                compile_source(s, Path(out) if out else Path(s.stem + ".o"), flags, verbose)
+            return 0
+        with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
+            objs = list(objects)
+            for i, s in enumerate(sources):
+                o = Path(tmp) / f"{i}-{s.stem}.o"
+                compile_source(s, o, flags, verbose)
+                objs.append(o)
+            link(objs, Path(out or "a.out"), flags, verbose)
+    except BuildError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build(sources, output, nr_tasklets: int | None = None, defines: dict | None = None,
+          opt: str = "-O2", include_dirs=(), extra_flags=(), verbose=False) -> Path:
+    """Python API: build ``sources`` into the DPU program ``output`` (raises BuildError)."""
+    flags = [opt]
+    if nr_tasklets is not None:
+        flags.append(f"-DNR_TASKLETS={int(nr_tasklets)}")
+    for k, v in (defines or {}).items():
+        flags.append(f"-D{k}" if v is None else f"-D{k}={v}")
+    for d in include_dirs:
+        flags += ["-I", str(d)]
+    flags += list(extra_flags)
+    srcs = [Path(s) for s in ([sources] if isinstance(sources, (str, Path)) else sources)]
+    if not have_compiler():
+        raise BuildError(f"no host C compiler ({host_cc()}) on PATH")
+    output = Path(output)
+    with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
+        objs = []
+        for i, s in enumerate(srcs):
+            o = Path(tmp) / f"{i}-{s.stem}.o"
+            compile_source(s, o, flags, verbose)
+            objs.append(o)
+        link(objs, output, flags, verbose)
+    return output
+
+
+if __name__ == "__main__":
+    sys.exit(main())

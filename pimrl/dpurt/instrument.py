@@ -1,0 +1,254 @@
+"""Basic-block instrumentation of gcc's x86-64 assembly, and what each block costs on a DPU.
+
+The compiler driver compiles every DPU source to assembly (``gcc -S``), passes it through
+:func:`instrument`, and assembles the result. A *block* starts at every function entry, at
+every label a jump or a jump table refers to, and after every conditional jump; it ends at
+the next block start or after a jump or return. At each block start the driver inserts
+
+    pushfq; addq $1, .Ldpurt_bbc+8*k(%rip); popfq
+
+(flags preserved; the driver compiles with ``-mno-red-zone`` so the push is safe), so every
+DPU run yields exact execution counts of the program's own blocks. The inserted lines are
+not counted. Each block's static instructions are classified (:func:`classify`) into plain
+instructions and emulated operations; ``block_cost`` turns a block into DPU instructions
+with the hardware's ``op_instructions`` (docs/dpu-runtime.md, "Time").
+"""
+from __future__ import annotations
+
+import json
+import re
+
+# Conditional jumps end a block and start one (the fall-through).
+_JCC = re.compile(r"^j(n?[abcegloszp]|n?[ab]e|n?[gl]e|p[eo]|[er]cxz)$")
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$@]*):\s*(#.*)?$")
+_LOCAL_REF = re.compile(r"\.L\w+")
+
+# SSE scalar operations -> emulated DPU operations (the DPU has no FPU).
+_FLOAT_OPS = {
+    "addss": "float_add", "subss": "float_sub", "mulss": "float_mul", "divss": "float_div",
+    "sqrtss": "float_div", "ucomiss": "float_cmp", "comiss": "float_cmp",
+    "minss": "float_cmp", "maxss": "float_cmp", "cmpss": "float_cmp",
+    "addsd": "double_add", "subsd": "double_sub", "mulsd": "double_mul",
+    "divsd": "double_div", "sqrtsd": "double_div", "ucomisd": "float_cmp",
+    "comisd": "float_cmp", "minsd": "float_cmp", "maxsd": "float_cmp", "cmpsd": "float_cmp",
+    "cvtsi2ss": "float_add", "cvtsi2ssl": "float_add", "cvtsi2ssq": "float_add",
+    "cvttss2si": "float_add", "cvtss2si": "float_add", "cvttss2sil": "float_add",
+    "cvttss2siq": "float_add",
+    "cvtsi2sd": "double_add", "cvtsi2sdl": "double_add", "cvtsi2sdq": "double_add",
+    "cvttsd2si": "double_add", "cvtsd2si": "double_add", "cvttsd2sil": "double_add",
+    "cvttsd2siq": "double_add", "cvtss2sd": "double_add", "cvtsd2ss": "double_add",
+}
+# Packed (vector) forms: as many emulated operations as lanes.
+_PACKED = {"addps": ("float_add", 4), "subps": ("float_sub", 4), "mulps": ("float_mul", 4),
+           "divps": ("float_div", 4), "addpd": ("double_add", 2), "subpd": ("double_sub", 2),
+           "mulpd": ("double_mul", 2), "divpd": ("double_div", 2)}
+# Free: alignment padding, control-flow markers.
+_FREE = {"nop", "nopw", "nopl", "endbr64", "endbr32", "notrack"}
+# Moves and address arithmetic: one DPU instruction even with a memory operand.
+_MOVE_PREFIXES = ("mov", "lea", "push", "pop", "cmov", "set", "call", "jmp", "ret", "cvt",
+                  "cqto", "cltq", "cltd", "cwtl", "cqo", "xchg", "prefetch", "pxor",
+                  "xorps", "xorpd", "movs", "movz", "stos", "rep")
+_REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
+
+
+def classify(mnemonic: str, operands: str, next_mnemonic: str | None) -> tuple[float, str | None, int]:
+    """(plain DPU instructions, emulated operation or None, how many) for one x86 instruction.
+
+    Rules (docs/dpu-runtime.md): SSE arithmetic is the DPU's soft-float routine;
+    ``imul``/``mul``/``div`` are the emulated 32- or 64-bit routines by operand width, a
+    multiply by a constant is two shift-and-add instructions; ``cmp``/``test`` followed by a
+    conditional jump is one DPU compare-and-branch; an arithmetic instruction with a memory
+    operand is a load plus the operation (DPUs are load/store machines); everything else is
+    one instruction.
+    """
+    m = mnemonic
+    if m in _FREE or m.startswith("."):
+        return 0.0, None, 0
+    if m in ("rep", "repz", "repnz", "lock"):
+        return 1.0, None, 0
+    base = m[1:] if m.startswith("v") and (m[1:] in _FLOAT_OPS or m[1:] in _PACKED) else m
+    if base in _FLOAT_OPS:
+        return 0.0, _FLOAT_OPS[base], 1
+    if base in _PACKED:
+        op, lanes = _PACKED[base]
+        return 0.0, op, lanes
+    if base.startswith("imul") or base in ("mul", "mull", "mulq", "mulb", "mulw"):
+        ops = [o.strip() for o in operands.split(",")] if operands else []
+        if ops and ops[0].startswith("$"):
+            return 2.0, None, 0                     # constant multiply: shifts and adds
+        wide = base.endswith("q") or bool(_REG64.search(operands))
+        if base in ("mull", "mul") and not wide:
+            return 0.0, "int64_mul", 1              # 32 x 32 -> 64 widening multiply
+        return 0.0, "int64_mul" if wide else "int32_mul", 1
+    if base.startswith("div") or base.startswith("idiv"):
+        wide = base.endswith("q") or bool(_REG64.search(operands))
+        return 0.0, "int64_div" if wide else "int32_div", 1
+    if (base.startswith("cmp") or base.startswith("test")) and next_mnemonic and _JCC.match(next_mnemonic):
+        return 0.0, None, 0                         # fused into the DPU's conditional jump
+    if "(" in operands and not base.startswith(_MOVE_PREFIXES):
+        return 2.0, None, 0                         # load + operation
+    return 1.0, None, 0
+
+
+def _split(line: str):
+    """(mnemonic, operands) of an instruction line."""
+    text = line.split("#", 1)[0].strip()
+    if not text:
+        return None, ""
+    parts = text.split(None, 1)
+    m = parts[0]
+    ops = parts[1] if len(parts) > 1 else ""
+    if m in ("rep", "repz", "repe", "repnz", "repne", "lock", "notrack") and ops:
+        inner = ops.split(None, 1)
+        if m == "notrack":
+            return inner[0], inner[1] if len(inner) > 1 else ""
+        return m, ops
+    return m, ops
+
+
+def _section_of(directive: str, current: str, stack: list, previous: str) -> tuple[str, str]:
+    d = directive.strip()
+    head = d.split(None, 1)[0]
+    if head in (".text", ".data", ".bss"):
+        rest = d[len(head):].strip()
+        return head + (("." + rest) if rest else ""), current
+    if head in (".section", ".pushsection"):
+        name = d.split(None, 1)[1].split(",")[0].strip().strip('"')
+        if head == ".pushsection":
+            stack.append(current)
+        return name, current
+    if head == ".popsection":
+        return (stack.pop() if stack else ".text"), current
+    if head == ".previous":
+        return previous, current
+    return current, previous
+
+
+def _is_code(section: str, flags: dict) -> bool:
+    return section.startswith(".text") or "x" in flags.get(section, "")
+
+
+def instrument(asm: str, tu: str) -> tuple[str, dict]:
+    """Instrument one translation unit's assembly. Returns (new assembly, block info).
+
+    Block info: ``{"tu": name, "blocks": [[plain, {op: n}, function], ...]}`` in counter
+    order; the counters are ``.Ldpurt_bbc`` (``dpurt_bbc`` section, 8 bytes each).
+    """
+    lines = asm.splitlines()
+    functions = set()
+    flags: dict = {}
+    targets = set()
+    # pass 1: function symbols, section flags, referenced local labels
+    section, previous, stack = ".text", ".text", []
+    for line in lines:
+        s = line.strip()
+        if s.startswith(".type") and "@function" in s:
+            functions.add(s.split(None, 1)[1].split(",")[0].strip())
+        if s.startswith((".section", ".pushsection")):
+            parts = [p.strip() for p in s.split(None, 1)[1].split(",")]
+            if len(parts) > 1:
+                flags[parts[0].strip('"')] = parts[1].strip('"')
+        if s.startswith((".text", ".data", ".bss", ".section", ".pushsection", ".popsection",
+                         ".previous")):
+            section, previous = _section_of(s, section, stack, previous)
+            continue
+        if not s or s.startswith("#") or _LABEL.match(s):
+            continue
+        if s.startswith("."):
+            if section.startswith(".rodata") or section.startswith(".data.rel.ro"):
+                targets.update(_LOCAL_REF.findall(s))
+            continue
+        m, ops = _split(s)
+        if m and m.startswith("j"):
+            targets.update(_LOCAL_REF.findall(ops))
+
+    # pass 2: insert counters
+    out = []
+    blocks = []
+    cur = None                   # [plain, ops, function]
+    pending = False
+    function = "?"
+    section, previous, stack = ".text", ".text", []
+    instr_lines = []             # (index in lines, mnemonic) to look one ahead
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s and not s.startswith("#") and not s.startswith(".") and not _LABEL.match(s):
+            instr_lines.append(i)
+    next_instr = {}
+    for a, b in zip(instr_lines, instr_lines[1:]):
+        next_instr[a] = _split(lines[b].strip())[0]
+
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith((".text", ".data", ".bss", ".section", ".pushsection", ".popsection",
+                         ".previous")):
+            section, previous = _section_of(s, section, stack, previous)
+            cur = None
+            out.append(line)
+            continue
+        code = _is_code(section, flags)
+        lab = _LABEL.match(s)
+        if lab:
+            name = lab.group(1)
+            if code and (name in functions or name in targets):
+                pending = True
+                if name in functions:
+                    function = name
+            out.append(line)
+            continue
+        if not s or s.startswith("#") or s.startswith("."):
+            out.append(line)
+            continue
+        if not code:
+            out.append(line)
+            continue
+        m, ops = _split(s)
+        if pending or cur is None:
+            k = len(blocks)
+            cur = [0.0, {}, function]
+            blocks.append(cur)
+            out.append("\tpushfq")
+            out.append(f"\taddq\t$1, .Ldpurt_bbc+{8 * k}(%rip)")
+            out.append("\tpopfq")
+            pending = False
+        plain, op, n = classify(m, ops, next_instr.get(i))
+        cur[0] += plain
+        if op:
+            cur[1][op] = cur[1].get(op, 0) + n
+        out.append(line)
+        if _JCC.match(m):
+            pending = True
+        elif m in ("jmp", "ret", "retq", "ud2") or m.startswith("jmp"):
+            cur = None
+    n = max(len(blocks), 1)
+    info = {"tu": tu, "blocks": blocks}
+    out.append("\t.section\tdpurt_bbc,\"aw\",@nobits")
+    out.append("\t.p2align 3")
+    out.append(".Ldpurt_bbc:")
+    out.append(f"\t.zero\t{8 * n}")
+    text = json.dumps(info, separators=(",", ":")) + "\n"
+    if not blocks:
+        info["blocks"] = [[0.0, {}, "?"]]
+        text = json.dumps(info, separators=(",", ":")) + "\n"
+    out.append("\t.section\tdpurt_bbinfo,\"\",@progbits")
+    for k in range(0, len(text), 200):
+        chunk = text[k:k + 200].replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        out.append(f'\t.ascii\t"{chunk}"')
+    out.append("\t.text")
+    return "\n".join(out) + "\n", info
+
+
+def block_cost(block, op_instructions: dict) -> float:
+    """DPU instructions charged per execution of one block."""
+    plain, ops = block[0], block[1]
+    return float(plain + sum(n * float(op_instructions.get(op, 1)) for op, n in ops.items()))
+
+
+def parse_bbinfo(data: bytes) -> list:
+    """The blocks of every translation unit, in counter order (link order)."""
+    blocks = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        line = line.strip("\x00 \t")
+        if line:
+            blocks.extend(json.loads(line)["blocks"])
+    return blocks

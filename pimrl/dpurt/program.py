@@ -1,0 +1,385 @@
+"""Loading a DPU program built by ``dpu-upmem-dpurte-clang`` as a simulator program.
+
+:class:`DpuRtProgram` is a :class:`pimrl.pim.system.DpuProgram`: host-visible symbols, WRAM
+and MRAM use, ``initial_data`` and ``launch``. Its memories are the simulator's own: a
+DPU's WRAM image (the program's ``.data`` + ``.bss``) *is* ``alloc.wram[slot, :image]``
+(symbol addresses are offsets in it, so the host transfer code of ``DpuSet`` works
+unchanged), and MRAM is ``alloc.mram`` (MRAM globals at offset 0, the heap after them).
+
+DPUs run in parallel on ``workers`` native threads. Each worker is a private copy of the
+shared object (a program's globals are the running DPU's WRAM, so two DPUs must not share
+one copy); DPU ``slot`` always runs on copy ``slot % workers``, whose relocated image it
+was initialised from, so pointers stored in WRAM globals stay valid across launches.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from pimrl.dpurt.elf import STB_GLOBAL, STB_WEAK, STT_OBJECT, Elf, ElfError
+from pimrl.dpurt.instrument import block_cost, parse_bbinfo
+from pimrl.pim import cost
+from pimrl.pim.errors import fail
+from pimrl.pim.memory import PAGE_BYTES
+from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
+
+ABI = 1
+#: Instructions charged per runtime call (the call sequence in the program is counted too).
+RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 2.0,
+                 "alloc": 6.0, "printf": 50.0}
+MRAM_SWAP_LIMIT = int(os.environ.get("PIMRL_DPURT_MRAM_SWAP", str(1 << 20)))
+HOST_STACK_BYTES = 256 * 1024
+LOG_CAP = 1 << 20
+_HIDDEN_SYMBOLS = {"__dso_handle", "__TMC_END__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_",
+                   "__bss_start", "_edata", "_end"}
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [("abi", ctypes.c_int64), ("image", ctypes.c_void_p), ("image_size", ctypes.c_int64),
+                ("bbc", ctypes.c_void_p), ("n_bb", ctypes.c_int64), ("bb_cost", ctypes.c_void_p),
+                ("bb_accum", ctypes.c_void_p), ("mram_sec", ctypes.c_void_p),
+                ("mram_sec_size", ctypes.c_int64), ("mram_swap", ctypes.c_int64),
+                ("nr_tasklets", ctypes.c_int64), ("wram_bytes", ctypes.c_int64),
+                ("mram_bytes", ctypes.c_int64), ("stack_model_bytes", ctypes.c_int64),
+                ("host_stack_bytes", ctypes.c_int64), ("log_cap", ctypes.c_int64),
+                ("dma_alpha_read", ctypes.c_double), ("dma_alpha_write", ctypes.c_double),
+                ("dma_beta", ctypes.c_double), ("issue_interval", ctypes.c_double),
+                ("frequency_hz", ctypes.c_double), ("cost_mutex", ctypes.c_double),
+                ("cost_barrier", ctypes.c_double), ("cost_handshake", ctypes.c_double),
+                ("cost_dma_call", ctypes.c_double), ("cost_alloc", ctypes.c_double),
+                ("cost_printf", ctypes.c_double)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("slot", ctypes.c_int64), ("fault_tasklet", ctypes.c_int64),
+                ("fault_reason", ctypes.c_char * 512), ("instructions", ctypes.c_double),
+                ("runtime_instructions", ctypes.c_double),
+                ("dma_reads", ctypes.c_int64), ("dma_read_bytes", ctypes.c_int64),
+                ("dma_writes", ctypes.c_int64), ("dma_write_bytes", ctypes.c_int64),
+                ("sync_calls", ctypes.c_int64), ("heap_peak", ctypes.c_int64),
+                ("log", ctypes.c_void_p), ("log_len", ctypes.c_int64),
+                ("log_truncated", ctypes.c_int64), ("n_new_pages", ctypes.c_int64),
+                ("new_page_ids", ctypes.c_void_p), ("new_page_data", ctypes.c_void_p)]
+
+
+class _Launch(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int64), ("slots", ctypes.c_void_p), ("wram", ctypes.c_void_p),
+                ("wram_stride", ctypes.c_int64), ("page_table", ctypes.c_void_p),
+                ("pt_stride", ctypes.c_int64), ("pool", ctypes.c_void_p),
+                ("pool_rows", ctypes.c_int64), ("results", ctypes.c_void_p)]
+
+
+def default_workers() -> int:
+    env = os.environ.get("PIMRL_DPURT_WORKERS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def is_dpurt_file(path) -> bool:
+    """True for a file built by dpu-upmem-dpurte-clang (an ELF with a dpurt_info section)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return False
+        return Elf(Path(path).read_bytes()).section("dpurt_info") is not None
+    except (OSError, ElfError, ValueError, IndexError):
+        return False
+
+
+class _Copy:
+    """One loaded copy of the shared object: a worker's private globals."""
+
+    def __init__(self, program: "DpuRtProgram", index: int):
+        tmpdir = tempfile.mkdtemp(prefix="pimrl-dpurt-")
+        path = os.path.join(tmpdir, f"{program.name}.{index}.so")
+        shutil.copyfile(program.path, path)
+        try:
+            self.lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        except OSError as exc:
+            raise fail("ELF_INVALID_FILE", f"{program.path}: cannot load the DPU program: {exc}") from None
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        lib = self.lib
+        if lib.dpurt_abi() != ABI:
+            raise fail("ELF_INVALID_FILE", f"{program.path}: built for another pimrl DPU runtime "
+                       "(rebuild it with dpu-upmem-dpurte-clang)")
+        anchor = ctypes.cast(lib.dpurt_anchor, ctypes.c_void_p).value
+        self.base = anchor - program.anchor_value
+        lib.dpurt_setup.argtypes = [ctypes.POINTER(_Config), ctypes.c_uint32]
+        lib.dpurt_run.argtypes = [ctypes.POINTER(_Launch)]
+        lib.dpurt_release.argtypes = [ctypes.POINTER(_Result), ctypes.c_int64]
+        self.image_addr = self.base + program.image_lo
+        self.pristine = np.frombuffer(ctypes.string_at(self.image_addr, program.image_size),
+                                      dtype=np.uint8).copy()
+        self.bb_accum = np.zeros(max(program.n_bb, 1), dtype=np.uint64)
+        self.hw_key = None
+
+    def setup(self, program: "DpuRtProgram", hw, costs: np.ndarray):
+        cfg = _Config()
+        cfg.abi = ABI
+        cfg.image = self.image_addr
+        cfg.image_size = program.image_size
+        cfg.bbc = self.base + program.bbc_lo
+        cfg.n_bb = program.n_bb
+        self.costs = costs                  # kept alive: the runtime reads it
+        cfg.bb_cost = costs.ctypes.data
+        cfg.bb_accum = self.bb_accum.ctypes.data
+        cfg.mram_sec = self.base + program.mram_lo if program.mram_size else 0
+        cfg.mram_sec_size = program.mram_size
+        cfg.mram_swap = 1 if 0 < program.mram_size <= MRAM_SWAP_LIMIT else 0
+        cfg.nr_tasklets = program.nr_tasklets
+        cfg.wram_bytes = hw.wram_bytes
+        cfg.mram_bytes = hw.mram_bytes
+        cfg.stack_model_bytes = program.stack_bytes(hw)
+        cfg.host_stack_bytes = HOST_STACK_BYTES
+        cfg.log_cap = LOG_CAP
+        cfg.dma_alpha_read, cfg.dma_alpha_write = hw.dma_alpha_read, hw.dma_alpha_write
+        cfg.dma_beta, cfg.issue_interval = hw.dma_beta, hw.issue_interval
+        cfg.frequency_hz = hw.frequency_hz
+        for k, v in RUNTIME_COSTS.items():
+            setattr(cfg, "cost_" + k, v)
+        rc = self.lib.dpurt_setup(ctypes.byref(cfg), MRAM_BASE + program.mram_used)
+        if rc != 0:
+            raise fail("INTERNAL", f"DPU runtime setup failed ({rc})")
+        self.hw_key = repr(hw)
+
+
+class DpuRtProgram(DpuProgram):
+    """A DPU program file built by ``dpu-upmem-dpurte-clang``, runnable on simulated DPUs.
+
+    ``symbols``: every global variable (WRAM: offset in the image; ``__mram`` ones at
+    ``MRAM_BASE`` + offset) and ``__sys_used_mram_end`` (the MRAM heap). ``last_launch``
+    keeps the per-DPU details of the latest launch (instructions, DMA, logs).
+    """
+
+    def __init__(self, path, hardware=None, workers: int | None = None):
+        self.path = str(path)
+        self.name = Path(path).name
+        self.hw = hardware
+        try:
+            data = Path(path).read_bytes()
+            elf = Elf(data)
+        except OSError as exc:
+            raise fail("ELF_NO_SUCH_FILE", f"{path}: {exc}") from None
+        except (ElfError, ValueError, IndexError, Exception) as exc:  # noqa: BLE001
+            raise fail("ELF_INVALID_FILE", f"{path}: not a DPU program ({exc})") from None
+        if elf.section("dpurt_info") is None:
+            raise fail("ELF_INVALID_FILE", f"{path}: not built by dpu-upmem-dpurte-clang "
+                       "(no dpurt_info section)")
+        import json
+        info = json.loads(elf.contents("dpurt_info").decode().strip("\x00\n"))
+        tus = [json.loads(x) for x in elf.contents("dpurt_tuinfo").decode().splitlines() if x.strip()] \
+            if elf.section("dpurt_tuinfo") else []
+        if info.get("abi") != ABI:
+            raise fail("ELF_INVALID_FILE", f"{path}: built for pimrl DPU runtime ABI "
+                       f"{info.get('abi')}; this pimrl runs ABI {ABI}")
+        nts = {t["nr_tasklets"] for t in tus if t.get("nr_tasklets")}
+        if info.get("nr_tasklets"):
+            nts.add(info["nr_tasklets"])
+        if len(nts) > 1:
+            raise fail("ELF_INVALID_FILE", f"{path}: sources built with different NR_TASKLETS "
+                       f"({sorted(nts)})")
+        self.nr_tasklets = nts.pop() if nts else 1
+        stacks = {t["stack_size"] for t in tus if t.get("stack_size")}
+        self.stack_size = max(stacks) if stacks else info.get("stack_size")
+        max_t = hardware.max_tasklets if hardware is not None else 24
+        if not 1 <= self.nr_tasklets <= max_t:
+            raise fail("ELF_INVALID_FILE", f"{path}: NR_TASKLETS={self.nr_tasklets}; the DPU "
+                       f"runs 1..{max_t} tasklets")
+        data_s, bss_s = elf.section(".data"), elf.section(".bss")
+        lo = data_s.addr if data_s else (bss_s.addr if bss_s else 0)
+        hi = max((s.end for s in (data_s, bss_s) if s is not None), default=lo)
+        for s in elf.sections:
+            if s.flags & 2 and s.size and lo <= s.addr < hi and s.name not in (".data", ".bss", ".tm_clone_table"):
+                raise fail("ELF_INVALID_FILE", f"{path}: section {s.name} lies inside the WRAM "
+                           "image; rebuild with dpu-upmem-dpurte-clang")
+        self.image_lo, self.image_size = lo, hi - lo
+        bbc = elf.section("dpurt_bbc")
+        self.bbc_lo = bbc.addr if bbc else 0
+        self.blocks = parse_bbinfo(elf.contents("dpurt_bbinfo")) if elf.section("dpurt_bbinfo") else []
+        self.n_bb = (bbc.size // 8) if bbc else 0
+        if len(self.blocks) != self.n_bb:
+            raise fail("ELF_INVALID_FILE", f"{path}: {self.n_bb} block counters but "
+                       f"{len(self.blocks)} block descriptions")
+        mram_secs = [s for s in (elf.section("dpu_mram"), elf.section("dpu_mram_noinit")) if s]
+        if mram_secs:
+            self.mram_lo = min(s.addr for s in mram_secs)
+            self.mram_size = max(s.end for s in mram_secs) - self.mram_lo
+        else:
+            self.mram_lo, self.mram_size = 0, 0
+        self.mram_image = np.zeros(self.mram_size, dtype=np.uint8)
+        m = elf.section("dpu_mram")
+        if m is not None and m.size:
+            self.mram_image[m.addr - self.mram_lo:m.end - self.mram_lo] = np.frombuffer(
+                elf.contents("dpu_mram"), dtype=np.uint8)
+        self.mram_used = (self.mram_size + 7) & ~7
+        mram_bytes = hardware.mram_bytes if hardware is not None else 64 << 20
+        anchor = elf.symbol("dpurt_anchor")
+        if anchor is None:
+            raise fail("ELF_INVALID_FILE", f"{path}: no pimrl DPU runtime linked in")
+        self.anchor_value = anchor.value
+        self.symbols = {}
+        for sym in elf.symbols:
+            if (sym.type != STT_OBJECT or sym.bind not in (STB_GLOBAL, STB_WEAK) or not sym.name
+                    or sym.name.startswith("__dpurt") or sym.name in _HIDDEN_SYMBOLS):
+                continue
+            if lo <= sym.value < hi:
+                self.symbols[sym.name] = Symbol(sym.name, sym.value - lo, sym.size)
+            elif self.mram_size and self.mram_lo <= sym.value < self.mram_lo + self.mram_size:
+                self.symbols[sym.name] = Symbol(sym.name, MRAM_BASE + sym.value - self.mram_lo, sym.size)
+        self.symbols[DPU_MRAM_HEAP_POINTER_NAME] = Symbol(
+            DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE + self.mram_used, mram_bytes - self.mram_used)
+        self.globals_bytes = self.image_size
+        self.wram_used = self.image_size + self.nr_tasklets * self.stack_bytes(hardware)
+        self.workers = workers or default_workers()
+        self._copies: dict = {}
+        self._lock = threading.Lock()
+        self._pool = None
+        self._costs = {}
+        self.last_launch = None
+
+    # ------------------------------------------------------------ model
+    def stack_bytes(self, hw) -> int:
+        if self.stack_size:
+            return int(self.stack_size)
+        return hw.stack_bytes_per_tasklet if hw is not None else 256
+
+    def block_costs(self, hw) -> np.ndarray:
+        """DPU instructions per execution of each block, under ``hw``'s operation costs."""
+        key = repr(hw)
+        if key not in self._costs:
+            ops = hw.op_instructions if hw is not None else {}
+            self._costs[key] = np.array([block_cost(b, ops) for b in self.blocks] or [0.0],
+                                        dtype=np.float64)
+        return self._costs[key]
+
+    def profile(self, hw=None, top: int = 20) -> list:
+        """The costliest blocks summed over every launch so far: (instructions, count,
+        function, block index, the block's operations)."""
+        hw = hw or self.hw
+        costs = self.block_costs(hw)
+        counts = np.zeros(max(self.n_bb, 1), dtype=np.float64)
+        for c in self._copies.values():
+            counts += c.bb_accum
+        order = np.argsort(-(counts * costs))[:top]
+        return [(float(counts[i] * costs[i]), int(counts[i]), self.blocks[i][2], int(i),
+                 self.blocks[i][1]) for i in order if counts[i] > 0]
+
+    # ------------------------------------------------------------ copies
+    def _copy(self, w: int, hw) -> _Copy:
+        with self._lock:
+            c = self._copies.get(w)
+            if c is None:
+                c = self._copies[w] = _Copy(self, w)
+            if c.hw_key != repr(hw):
+                c.setup(self, hw, self.block_costs(hw))
+            return c
+
+    def initial_data(self, alloc, slots) -> None:
+        """At load: each DPU's WRAM image from its copy, the MRAM globals' initial values."""
+        slots = np.asarray(slots, dtype=np.int64)
+        for w in np.unique(slots % self.workers):
+            c = self._copy(int(w), alloc.hw)
+            alloc.wram[slots[slots % self.workers == w], :self.image_size] = c.pristine
+        if self.mram_size:
+            alloc.mram.write(slots, 0, self.mram_image)
+
+    # ------------------------------------------------------------ launch
+    def _run_group(self, c: _Copy, alloc, group: np.ndarray):
+        results = (_Result * len(group))()
+        launch = _Launch()
+        launch.n = len(group)
+        launch.slots = group.ctypes.data
+        launch.wram = alloc.wram.ctypes.data
+        launch.wram_stride = alloc.wram.strides[0]
+        launch.page_table = alloc.mram.page_table.ctypes.data
+        launch.pt_stride = alloc.mram.page_table.shape[1]
+        launch.pool = alloc.mram.pool.ctypes.data
+        launch.pool_rows = alloc.mram.pool.shape[0]
+        launch.results = ctypes.addressof(results)
+        rc = c.lib.dpurt_run(ctypes.byref(launch))
+        if rc != 0:
+            raise fail("INTERNAL", f"DPU runtime refused to run ({rc})")
+        return results
+
+    def launch(self, alloc, slots) -> LaunchResult:
+        hw = alloc.hw
+        slots = np.ascontiguousarray(slots, dtype=np.int64)
+        if not alloc.wram.flags.c_contiguous:
+            raise fail("INTERNAL", "WRAM array must be C-contiguous")
+        groups = {}
+        for w in np.unique(slots % self.workers):
+            groups[int(w)] = np.ascontiguousarray(slots[slots % self.workers == w])
+        copies = {w: self._copy(w, hw) for w in groups}
+        if len(groups) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers,
+                                                thread_name_prefix="dpurt")
+            futures = {w: self._pool.submit(self._run_group, copies[w], alloc, g)
+                       for w, g in groups.items()}
+            outs = {w: f.result() for w, f in futures.items()}
+        else:
+            outs = {w: self._run_group(copies[w], alloc, g) for w, g in groups.items()}
+
+        per_slot = {}
+        faults = []
+        for w, results in outs.items():
+            for r in results:
+                s = int(r.slot)
+                detail = {"instructions": r.instructions, "runtime_instructions": r.runtime_instructions,
+                          "dma_reads": r.dma_reads, "dma_read_bytes": r.dma_read_bytes,
+                          "dma_writes": r.dma_writes, "dma_write_bytes": r.dma_write_bytes,
+                          "sync_calls": r.sync_calls, "heap_peak": r.heap_peak}
+                if r.n_new_pages < 0:
+                    faults.append((s, -1, "out of host memory for MRAM pages"))
+                for k in range(max(int(r.n_new_pages), 0)):
+                    page = ctypes.cast(r.new_page_ids, ctypes.POINTER(ctypes.c_int64))[k]
+                    data = np.frombuffer(ctypes.string_at(r.new_page_data + k * PAGE_BYTES, PAGE_BYTES),
+                                         dtype=np.uint8)
+                    alloc.mram.write([s], int(page) * PAGE_BYTES, data)
+                log = ctypes.string_at(r.log, r.log_len) if r.log_len else b""
+                if r.log_truncated:
+                    log += b"\n[pimrl: DPU log truncated]\n"
+                alloc.logs[s] = log
+                if r.fault_tasklet != -1:
+                    faults.append((s, int(r.fault_tasklet), r.fault_reason.decode("utf-8", "replace")))
+                per_slot[s] = detail
+            copies[w].lib.dpurt_release(results, len(results))
+        instr = np.array([per_slot[int(s)]["instructions"] for s in slots])
+        dma = np.array([per_slot[int(s)]["dma_reads"] * hw.dma_alpha_read
+                        + per_slot[int(s)]["dma_writes"] * hw.dma_alpha_write
+                        + (per_slot[int(s)]["dma_read_bytes"] + per_slot[int(s)]["dma_write_bytes"]) * hw.dma_beta
+                        for s in slots])
+        cycles = cost.dpu_cycles(hw, instr, dma, self.nr_tasklets) if len(slots) else np.zeros(0)
+        faults.sort()
+        self.last_launch = {"slots": slots.copy(), "instructions": instr, "dma_cycles": dma,
+                            "cycles": np.asarray(cycles, dtype=np.float64), "per_dpu": per_slot}
+        return LaunchResult(cycles=np.asarray(cycles, dtype=np.float64), faults=faults)
+
+    def __repr__(self):
+        return (f"DpuRtProgram({self.path!r}, tasklets={self.nr_tasklets}, "
+                f"wram_image={self.image_size} B, mram_globals={self.mram_size} B)")
+
+
+def load_program(path, hardware=None, workers: int | None = None) -> DpuRtProgram:
+    """The simulator program for a DPU program file built by ``dpu-upmem-dpurte-clang``."""
+    p = Path(path)
+    if not p.exists():
+        raise fail("ELF_NO_SUCH_FILE", f"{path!r}: no such DPU program file")
+    return DpuRtProgram(p, hardware, workers)
+
+
+def file_loader(path, hardware):
+    """Hook for ``pimrl.shim.programs.FILE_LOADERS``: a DpuRtProgram, or None if the file is
+    not a pimrl DPU program."""
+    if not is_dpurt_file(path):
+        return None
+    return DpuRtProgram(path, hardware)

@@ -1,0 +1,121 @@
+"""The SwiftRL kernels of ``kernels/swiftrl.c``, built and loaded as simulator programs.
+
+:func:`swiftrl_program` has the signature of :class:`pimrl.pim.rlprogram.RlProgram`, so it
+is a drop-in program factory: the same host code (``PimTrainer``, ``host/app.c``) drives the
+C kernel or the numba one. The C kernel's WRAM symbols (``params``, ``rng_state``,
+``stats``, ``q_table``, ``visits``) have the numba program's names and sizes; its launch
+results carry the ``stats`` counters like the numba program's, plus the DPU runtime's own
+cycle estimate (basic blocks + DMA), which :func:`model_agreement` compares with the numba
+path's counted model.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from pimrl.dpurt import cc
+from pimrl.dpurt.program import DpuRtProgram
+from pimrl.learners.params import ALGO_CODE, DTYPE_CODE, SAMPLING_CODE
+from pimrl.pim import cost
+from pimrl.pim.system import LaunchResult
+
+KERNELS = cc.REPO / "kernels"
+SOURCE = KERNELS / "swiftrl.c"
+N_COUNTERS = len(cost.COUNTERS)
+
+
+def _sources_key() -> str:
+    h = hashlib.sha256()
+    for p in (SOURCE, KERNELS / "swiftrl_common.h", cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
+              Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
+              *sorted(cc.INCLUDE.glob("*.h"))):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def build_dir() -> Path:
+    env = os.environ.get("PIMRL_KERNEL_BUILD")
+    p = Path(env) if env else KERNELS / "build"
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        p = cc.cache_dir() / "kernels"
+        p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes=2048,
+                   count_visits=True) -> dict:
+    """The ``-D`` flags choosing a variant (the same names a Makefile passes)."""
+    return {"N_STATES": int(n_states), "N_ACTIONS": int(n_actions),
+            "SWIFTRL_ALGO": ALGO_CODE[algo], "SWIFTRL_DTYPE": DTYPE_CODE[dtype],
+            "SWIFTRL_SAMPLING": SAMPLING_CODE[sampling], "BLOCK_BYTES": int(block_bytes),
+            "COUNT_VISITS": 1 if count_visits else 0}
+
+
+def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
+                 count_visits=True, opt="-O2") -> Path:
+    """Build (once; cached under kernels/build) one variant; returns the program file."""
+    defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits)
+    name = (f"swiftrl-{algo}-{dtype}-{sampling}-s{n_states}-a{n_actions}-t{tasklets}"
+            f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}-{_sources_key()}")
+    out = build_dir() / name
+    if not out.exists():
+        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+        cc.build([SOURCE], tmp, nr_tasklets=tasklets, defines=defs, opt=opt,
+                 include_dirs=[KERNELS])
+        os.replace(tmp, out)
+    return out
+
+
+class SwiftRlCProgram(DpuRtProgram):
+    """A built variant of kernels/swiftrl.c; launches report the ``stats`` counters."""
+
+    def __init__(self, path, n_states, n_actions, tasklets, algo, dtype, sampling,
+                 block_bytes, hardware=None, count_visits=True, workers=None):
+        super().__init__(path, hardware, workers)
+        self.n_states, self.n_actions, self.tasklets = n_states, n_actions, tasklets
+        self.algo, self.dtype, self.sampling = algo, dtype, sampling
+        self.block_bytes, self.count_visits = block_bytes, count_visits
+        self.name = f"swiftrl-c-{algo}-{dtype}-{sampling}-t{tasklets}"
+        if hardware is not None and self.wram_used + tasklets * block_bytes > hardware.wram_bytes:
+            raise ValueError(
+                f"WRAM overflow: the kernel's globals ({self.image_size} B, a {n_states} x "
+                f"{n_actions} Q-table and visit counts among them) plus {tasklets} tasklets' "
+                f"{block_bytes} B DMA buffers and stacks need "
+                f"{self.wram_used + tasklets * block_bytes} B; WRAM holds {hardware.wram_bytes} B")
+
+    def costs(self, hw):
+        """The numba path's instruction costs for this variant (for comparisons)."""
+        return cost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
+                                             self.n_actions, self.tasklets, self.count_visits)
+
+    def launch(self, alloc, slots) -> LaunchResult:
+        result = super().launch(alloc, slots)
+        so = self.symbols["stats"].offset
+        slots = np.asarray(slots, dtype=np.int64)
+        result.counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
+        self.last_launch["model_cycles"] = cost.kernel_cycles(alloc.hw, result.counters,
+                                                              self.costs(alloc.hw), self.tasklets)
+        return result
+
+
+def swiftrl_program(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
+                    hardware=None, count_visits=True, workers=None) -> SwiftRlCProgram:
+    """Drop-in for ``RlProgram(...)``: the C kernel of that variant, built and loaded."""
+    path = build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes,
+                        count_visits)
+    return SwiftRlCProgram(path, n_states, n_actions, tasklets, algo, dtype, sampling,
+                           block_bytes, hardware, count_visits, workers)
+
+
+def model_agreement(program: SwiftRlCProgram) -> dict:
+    """After a launch: the runtime's cycle estimate against the numba model's, per DPU."""
+    ll = program.last_launch
+    est, model = np.asarray(ll["cycles"]), np.asarray(ll["model_cycles"])
+    ratio = est / np.where(model > 0, model, 1.0)
+    return {"estimate": est, "model": model, "ratio": ratio,
+            "max_rel_diff": float(np.max(np.abs(ratio - 1.0))) if len(ratio) else 0.0}
