@@ -25,10 +25,9 @@ from pimrl.dpurt import cc
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
 from pimrl.partition import even_bounds, lane_bounds
-from pimrl.pim import cost, trainer
+from pimrl.pim import trainer
 from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
-from pimrl.pim.rlprogram import RlProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE
 
 pytestmark = pytest.mark.skipif(
@@ -54,7 +53,7 @@ def reference_tables(params, n_dpus, tasklets, records=RECORDS):
     return np.stack([r.q_raw for r in res]), sum(r.saturations for r in res)
 
 
-def fit(monkeypatch, params, n_dpus, tasklets, program="c", workers=None, **kw):
+def fit(params, n_dpus, tasklets, program="c", workers=None, **kw):
     """PimTrainer, unchanged, with the C kernel (or the numba one) as its program."""
     made = []
 
@@ -62,42 +61,42 @@ def fit(monkeypatch, params, n_dpus, tasklets, program="c", workers=None, **kw):
         made.append(swiftrl.swiftrl_program(*a, workers=workers, **k))
         return made[-1]
 
-    monkeypatch.setattr(trainer, "RlProgram", c_factory if program == "c" else RlProgram)
     tr = trainer.PimTrainer(params, n_dpus=n_dpus, tasklets=tasklets, keep_dpu_tables=True,
+                            kernel=c_factory if program == "c" else "numba",
                             **kw).fit(RECORDS, S, A)
     return tr, (made[-1] if made else None)
 
 
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
-def test_c_kernels_bit_exact_with_reference_and_numba(monkeypatch, algo, dtype, sampling):
+def test_c_kernels_bit_exact_with_reference_and_numba(algo, dtype, sampling):
     """All twelve variants; 1, 3 and 8 DPUs; 1, 5 and 16 tasklets; 1 and 3 worker threads."""
     p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=2, stride=3, seed=9,
                       next_action="epsilon-greedy" if algo == "sarsa" else "logged", epsilon=0.2)
     for (n_dpus, tasklets), workers in zip([(1, 1), (3, 16), (8, 5)], [1, 3, 2]):
         expected, sat = reference_tables(p, n_dpus, tasklets)
-        tr, prog = fit(monkeypatch, p, n_dpus, tasklets, workers=workers, block_bytes=256)
+        tr, prog = fit(p, n_dpus, tasklets, workers=workers, block_bytes=256)
         assert np.array_equal(tr.dpu_tables_.view(np.uint32), expected.view(np.uint32)), \
             (n_dpus, tasklets)
         assert tr.saturations_ == sat
-        numba_tr, _ = fit(monkeypatch, p, n_dpus, tasklets, program="numba", block_bytes=256)
+        numba_tr, _ = fit(p, n_dpus, tasklets, program="numba", block_bytes=256)
         assert np.array_equal(tr.counters_, numba_tr.counters_), (n_dpus, tasklets)
         assert tr.timings_.modelled_s["dpu_kernel"] > 0
 
 
-def test_sarsa_logged_large_stride_and_sync_rounds(monkeypatch):
+def test_sarsa_logged_large_stride_and_sync_rounds():
     p = LearnerParams(algo="sarsa", sampling="str", stride=200, epochs=2)
-    tr, _ = fit(monkeypatch, p, 3, 5)
+    tr, _ = fit(p, 3, 5)
     assert np.array_equal(tr.dpu_tables_, reference_tables(p, 3, 5)[0])
     # sync:3 rounds: the table is broadcast back and the streams continue in WRAM
     p = LearnerParams(algo="q", dtype="int32", sampling="ran", epochs=5, seed=2)
-    c_tr, _ = fit(monkeypatch, p, 4, 3, aggregate="sync:3")
-    n_tr, _ = fit(monkeypatch, p, 4, 3, program="numba", aggregate="sync:3")
+    c_tr, _ = fit(p, 4, 3, aggregate="sync:3")
+    n_tr, _ = fit(p, 4, 3, program="numba", aggregate="sync:3")
     assert np.array_equal(c_tr.q_, n_tr.q_)
     assert np.array_equal(c_tr.counters_, n_tr.counters_)
 
 
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
-def test_cycle_estimate_agrees_with_numba_model(monkeypatch, algo, dtype, sampling):
+def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
     """The runtime's estimate (counted basic blocks x DPU instruction costs, exact DMA)
     within 15 % of the numba path's counted model, at 16 and 4 tasklets."""
     records = random_records(20000, S, A, seed=11)
@@ -105,9 +104,8 @@ def test_cycle_estimate_agrees_with_numba_model(monkeypatch, algo, dtype, sampli
                       next_action="epsilon-greedy" if algo == "sarsa" else "logged")
     for tasklets in (16, 4):
         made = []
-        monkeypatch.setattr(trainer, "RlProgram", lambda *a, **k: made.append(
-            swiftrl.swiftrl_program(*a, **k)) or made[-1])
-        trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets).fit(records, S, A)
+        trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets, kernel=lambda *a, **k: made.append(
+            swiftrl.swiftrl_program(*a, **k)) or made[-1]).fit(records, S, A)
         agreement = swiftrl.model_agreement(made[-1])
         assert agreement["max_rel_diff"] < 0.15, (tasklets, agreement)
 
@@ -363,13 +361,6 @@ def test_outside_reduction_dpu_side(tmp_path):
         assert np.array_equal(sim.read_each("mram_total", np.uint64)[:, 0], data.sum(axis=1))
 
 
-def _shim_loads_dpurt_files() -> bool:
-    from pimrl.dpurt.program import file_loader
-    from pimrl.shim import programs
-
-    return any(getattr(f, "__module__", "") == file_loader.__module__ for f in programs.FILE_LOADERS)
-
-
 @pytest.mark.parametrize("name", ["vector_add", "reduction"])
 def test_outside_programs_build_with_their_makefiles_and_pass(name, tmp_path):
     """`make test` with pimrl's bin first on PATH: host side via dpu-pkg-config (the shim),
@@ -385,15 +376,6 @@ def test_outside_programs_build_with_their_makefiles_and_pass(name, tmp_path):
     build = subprocess.run(["make", "all"], cwd=work, env=env, capture_output=True, text=True,
                            timeout=600)
     assert build.returncode == 0, build.stdout + build.stderr
-    if not _shim_loads_dpurt_files():
-        # Until the shim's dpu_load registers pimrl.dpurt's loader (see docs/dpu-runtime.md,
-        # "Integration"), the embedded interpreter gets it from this test's sitecustomize.
-        bridge = tmp_path / "bridge"
-        bridge.mkdir()
-        (bridge / "sitecustomize.py").write_text(
-            "from pimrl.shim import programs\nfrom pimrl.dpurt.program import file_loader\n"
-            "programs.FILE_LOADERS.append(file_loader)\n")
-        env["PYTHONPATH"] = str(bridge)
     run = subprocess.run(["make", "test"], cwd=work, env=env, capture_output=True, text=True,
                          timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -47,6 +47,18 @@ def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return out
 
 
+def _c_kernel(*args, **kwargs):
+    from pimrl.dpurt.swiftrl import swiftrl_program   # needs a C compiler: imported on demand
+
+    return swiftrl_program(*args, **kwargs)
+
+
+#: The DPU programs that can run the SwiftRL kernel, by name: the numba kernel built into the
+#: simulator, or the UPMEM C kernel of ``kernels/`` run by the DPU runtime. Both take
+#: (n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes, hardware, count_visits=).
+KERNELS = {"numba": RlProgram, "c": _c_kernel}
+
+
 class PimTrainer:
     """Train on ``n_dpus`` simulated DPUs: one Q-table per DPU, aggregated on the host.
 
@@ -54,12 +66,14 @@ class PimTrainer:
     aggregate), ``timings_`` (:class:`~pimrl.pim.cost.TimeBreakdown`), ``counters_`` (per-DPU
     work counters summed over launches), ``saturations_``, ``n_updates_`` and, with
     ``keep_dpu_tables=True``, ``dpu_tables_`` (raw per-DPU tables after the last round).
+    ``kernel`` names the DPU program (a key of ``KERNELS``) or is a factory with their
+    signature.
     """
 
     def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int = 2048,
-                 keep_dpu_tables: bool = False):
+                 keep_dpu_tables: bool = False, kernel="numba"):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -69,6 +83,7 @@ class PimTrainer:
         self.hardware = hardware
         self.block_bytes = block_bytes
         self.keep_dpu_tables = keep_dpu_tables
+        self.kernel = kernel
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
@@ -83,8 +98,14 @@ class PimTrainer:
             raise ValueError(f"{len(records)} transitions cannot feed {self.n_dpus} DPUs")
         check_records(records, n_states, n_actions, p)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
-        program = RlProgram(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
-                            self.block_bytes, hw, count_visits=spec.needs_visits)
+        if callable(self.kernel):
+            factory = self.kernel
+        elif self.kernel in KERNELS:
+            factory = KERNELS[self.kernel]
+        else:
+            raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
+        program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
+                          self.block_bytes, hw, count_visits=spec.needs_visits)
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
         longest = int(np.diff(bounds).max())
         if longest * RECORD_BYTES > hw.mram_bytes:

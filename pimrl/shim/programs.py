@@ -155,9 +155,16 @@ def _descriptor_loader(path: Path, hardware):
     return builtin_program(text[len(BUILTIN_PREFIX):], hardware)
 
 
+def _dpurt_loader(path, hardware):
+    """DPU programs built by ``dpu-upmem-dpurte-clang`` (pimrl.dpurt)."""
+    from pimrl.dpurt.program import file_loader
+
+    return file_loader(path, hardware)
+
+
 #: Loaders tried in order for a file path: each returns a DpuProgram, or None if the file is
-#: not its kind. The C kernels' ELF loader is appended here (``FILE_LOADERS.append(fn)``).
-FILE_LOADERS: list = [_descriptor_loader]
+#: not its kind.
+FILE_LOADERS: list = [_descriptor_loader, _dpurt_loader]
 
 
 def load_program(path: str, hardware) -> DpuProgram:
@@ -176,6 +183,7 @@ def load_program(path: str, hardware) -> DpuProgram:
                 return program
     except OSError as exc:
         raise fail("ELF_INVALID_FILE", f"{path!r}: {exc}") from None
-    raise fail("ELF_INVALID_FILE", f"{path!r}: not a program the simulator can run (DPU ELF "
-               "binaries are not supported yet); load a built-in program instead, e.g. "
+    raise fail("ELF_INVALID_FILE", f"{path!r}: not a program the simulator can run: build DPU "
+               "programs with pimrl's dpu-upmem-dpurte-clang (UPMEM's own DPU ELF binaries "
+               "need the real hardware), or load a built-in program, e.g. "
                "'pimrl:swiftrl?states=16&actions=4&tasklets=16&algo=q&dtype=fp32&sampling=seq'")
