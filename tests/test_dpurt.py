@@ -98,11 +98,11 @@ def test_sarsa_logged_large_stride_and_sync_rounds():
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
 def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
     """The runtime's estimate (counted basic blocks x DPU instruction costs, exact DMA)
-    within 15 % of the numba path's counted model, at 16 and 4 tasklets."""
+    within 15 % of the numba path's counted model, at 16, 4 and 1 tasklets."""
     records = random_records(20000, S, A, seed=11)
     p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=1, stride=5,
                       next_action="epsilon-greedy" if algo == "sarsa" else "logged")
-    for tasklets in (16, 4):
+    for tasklets in (16, 4, 1):
         made = []
         trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets, kernel=lambda *a, **k: made.append(
             swiftrl.swiftrl_program(*a, **k)) or made[-1]).fit(records, S, A)

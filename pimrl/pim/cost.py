@@ -130,12 +130,14 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
     """Instructions charged per counted event, for one kernel variant.
 
     The breakdown follows the C kernels line by line (docs/cost-model.md): record decode from
-    WRAM, two row-index multiplies (s*A, s'*A: emulated 32-bit multiplies), the max or the
+    WRAM, two row indices (s*A, s'*A: shift-and-add, A a compile-time constant), the max or the
     chosen action's load, the update arithmetic (soft float or saturating Q-format) and the
     loop/cursor work of the sampling order.
     """
     ops = hw.op_instructions
-    per_update = 8.0 + 2 * ops["int32_mul"] + 4.0      # decode, row indices, Q load/store
+    # Record decode (8), two row indices s*A and s'*A (A is a compile-time constant in the C
+    # kernel, so a shift-and-add pair each, not an emulated multiply), Q load/store (4).
+    per_update = 8.0 + 2 * 2.0 + 4.0
     if dtype == "fp32":
         bootstrap = ops["float_mul"] + ops["float_add"]          # gamma * m, r + .
         per_update += ops["float_sub"] + ops["float_mul"] + ops["float_add"]  # td, alpha * td, q +
