@@ -34,6 +34,9 @@ def fsync_dir(folder: str) -> None:
 def atomic_writer(path, mode: str = "wb"):
     """``with atomic_writer(path) as f: f.write(...)``: replaces ``path`` only on success."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # Renaming over a device, a FIFO or a folder would replace it: refuse instead.
+        raise ValueError(f"{path}: not a regular file; pimrl writes results to regular files only")
     folder = str(path.parent) if str(path.parent) else "."
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:

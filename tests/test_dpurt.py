@@ -401,3 +401,23 @@ def test_testing_fixture_and_counts(dpu_sim, tmp_path):
     assert sim.details[0]["instructions"] > 3 * (hw.op_instructions["float_mul"]
                                                 + hw.op_instructions["float_add"])
     assert sim.cycles[0] > 0
+
+
+def test_train_cli_runs_the_c_kernel(capsys):
+    """`pimrl train --kernel c`: the UPMEM C kernel gives the numba kernel's table."""
+    import json
+
+    from pimrl.cli import main
+
+    args = ["train", "--env", "FrozenLake-v1", "--transitions", "5000", "--backend", "pim",
+            "--dpus", "4", "--tasklets", "3", "--dtype", "int32", "--sampling", "ran",
+            "--json", "--no-eval"]
+    tables = {}
+    for kernel in ("c", "numba"):
+        assert main(args + ["--kernel", kernel]) == 0
+        out = json.loads(capsys.readouterr().out)
+        tables[kernel] = out["runs"][0]
+        assert out["runs"][0]["kernel"] == kernel
+    assert tables["c"]["n_updates"] == tables["numba"]["n_updates"] == 5000
+    c_kernel, numba_kernel = (tables[k]["modelled_s"]["dpu_kernel"] for k in ("c", "numba"))
+    assert abs(c_kernel / numba_kernel - 1) < 0.15

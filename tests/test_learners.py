@@ -171,3 +171,13 @@ def test_train_rejects_bad_input(tmp_path, capsys):
     assert "Nope" in capsys.readouterr().err
     assert main(["train", "--env", "Taxi-v3", "--transitions", "10", "--alpha", "2"]) == 2
     assert "alpha" in capsys.readouterr().err
+
+
+def test_results_never_replace_special_files(capsys):
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "100", "--save-q", "/dev/null",
+                 "--no-eval"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    import stat
+    import os
+
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -53,6 +53,9 @@ def register(subparsers) -> None:
     g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
                    help="what-if override, e.g. frequency_hz=500e6 or op_int32_mul=1")
     g.add_argument("--block-bytes", type=int, default=2048, help="DMA block size (16..2048)")
+    g.add_argument("--kernel", choices=("numba", "c"), default="numba",
+                   help="DPU program: the simulator's numba kernel, or the UPMEM C kernel of "
+                   "kernels/ run by the DPU runtime (needs a C compiler; slower)")
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
@@ -109,7 +112,7 @@ def run_pim(records, env, params, args, n_dpus, hw):
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.data_seed, hardware=hw,
-                         block_bytes=args.block_bytes)
+                         block_bytes=args.block_bytes, kernel=args.kernel)
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -141,6 +144,7 @@ def run_train(args: argparse.Namespace) -> int:
                 print(f"simulating {n} DPUs ...", file=sys.stderr)
             tr = run_pim(records, env, params, args, n, hw)
             runs.append({"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
+                         "kernel": args.kernel,
                          "hardware": hw.name, **tr.timings_.as_dict(),
                          "saturations": tr.saturations_, "n_updates": tr.n_updates_,
                          "max_partition": int(np.diff(tr.bounds_).max())})
@@ -223,7 +227,7 @@ def print_report(out, params):
         for r in out["runs"]:
             m = r["modelled_s"]
             print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets on {r['hardware']}, "
-                  f"aggregate {r['aggregate']}")
+                  f"aggregate {r['aggregate']}, {r['kernel']} kernel")
             print("  time category          ms   kind")
             for key, label in (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"),
                                ("inter_dpu", "Inter-DPU"), ("dpu_cpu", "DPU-CPU")):
