@@ -9,9 +9,12 @@
  *
  *   cc -O2 -Wall -Wextra -Werror -ffp-contract=off app.c $(dpu-pkg-config --cflags --libs dpu) -lm
  *
+ * The DPU program is the SwiftRL kernel kernels/swiftrl.c, built by kernels/Makefile with
+ * dpu-upmem-dpurte-clang for the run's variant (see DPU_BINARY below); the two share
+ * kernels/swiftrl_common.h (symbols, record, params, counters, variant codes).
  * Against pimrl (bin/ first on PATH) the DPUs are simulated and the times are *modelled*
  * by the simulator's cost model (via pimrl_sim.h, only when PIMRL_SIMULATOR is defined);
- * against the real SDK the same source runs on real DPUs and the times are *measured*.
+ * against the real SDK the same sources run on real DPUs and the times are *measured*.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -29,12 +32,21 @@
 #include <pimrl_sim.h>
 #endif
 
-#include "swiftrl_common.h"
+#include "../kernels/swiftrl_common.h"
 
-/* The DPU program on real hardware: the kernel built from kernels/ (see
- * docs/real-hardware.md). Override with -b or -DDPU_BINARY=... */
-#ifndef DPU_BINARY
-#define DPU_BINARY "./swiftrl_dpu"
+/* The DPU program: the SwiftRL kernel built from kernels/swiftrl.c by kernels/Makefile, for
+ * the run's variant, the dataset's states and actions and -t tasklets:
+ * SWIFTRL_KERNEL_DIR/swiftrl-<algo>-<dtype>-<sampling>-s<S>-a<A>-t<T> (kernels/Makefile's
+ * naming; host/Makefile sets the folder). -DDPU_BINARY=path fixes one program instead, and
+ * -b PATH picks one at run time; in the simulator -b builtin runs the simulator's built-in
+ * numba kernel (pimrl:swiftrl?...) instead of a built file. */
+#ifndef SWIFTRL_KERNEL_DIR
+#define SWIFTRL_KERNEL_DIR "kernels/build"
+#endif
+#ifdef DPU_BINARY
+#define DEFAULT_BINARY_HELP DPU_BINARY
+#else
+#define DEFAULT_BINARY_HELP SWIFTRL_KERNEL_DIR "/swiftrl-ALGO-DTYPE-SAMPLING-sS-aA-tT"
 #endif
 
 #define MAX_TASKLETS 24
@@ -66,11 +78,12 @@ static void usage(FILE *out)
             "  -r, --rounds R         synchronisation rounds: average and broadcast between (1)\n"
             "      --alpha A --gamma G --epsilon E --seed S --frac-bits F\n"
             "      --next-action logged|epsilon-greedy   SARSA's next action (logged)\n"
-            "  -b, --binary PATH      DPU program (default " DPU_BINARY
+            "  -b, --binary PATH      DPU program, built for this variant and -t\n"
+            "                         (default " DEFAULT_BINARY_HELP ")\n"
 #ifdef PIMRL_SIMULATOR
-            "; in the simulator the built-in pimrl:swiftrl kernel for the dataset"
+            "  -b builtin             the simulator's built-in numba kernel (pimrl:swiftrl?...)\n"
 #endif
-            ")\n"
+
             "  -P, --profile STR      dpu_alloc profile (default none)\n"
             "  -o, --output FILE      write the averaged Q-table (float64, states x actions)\n"
             "      --tolerance X      largest accepted difference to the reference (1e-5)\n");
@@ -176,7 +189,7 @@ struct dataset {
     uint64_t n;
     uint32_t n_states, n_actions;
     char env_id[64];
-    struct swiftrl_transition *records; /* n + 1 records: one zero record of padding */
+    swiftrl_transition_t *records;    /* n + 1 records: one zero record of padding */
 };
 
 static uint32_t crc32_bytes(const uint8_t *p, size_t n)
@@ -236,11 +249,11 @@ static void read_dataset(const char *path, struct dataset *ds)
     long size = ftell(f);
     if (size < 0 || (uint64_t)size != header_size + ds->n * SWIFTRL_RECORD_BYTES)
         die(path, "file size does not match n_transitions in the header (truncated?)");
-    ds->records = calloc(ds->n + 1, sizeof(struct swiftrl_transition));
+    ds->records = calloc(ds->n + 1, sizeof(swiftrl_transition_t));
     if (ds->records == NULL)
         die(path, "out of memory");
     if (fseek(f, header_size, SEEK_SET) != 0 ||
-        fread(ds->records, sizeof(struct swiftrl_transition), ds->n, f) != ds->n)
+        fread(ds->records, sizeof(swiftrl_transition_t), ds->n, f) != ds->n)
         die(path, "cannot read the records");
     fclose(f);
 }
@@ -248,7 +261,7 @@ static void read_dataset(const char *path, struct dataset *ds)
 static void validate(const struct dataset *ds, const struct options *o)
 {
     for (uint64_t i = 0; i < ds->n; i++) {
-        const struct swiftrl_transition *r = &ds->records[i];
+        const swiftrl_transition_t *r = &ds->records[i];
         const char *bad = NULL;
         if (r->state < 0 || (uint32_t)r->state >= ds->n_states)
             bad = "state out of range";
@@ -258,7 +271,7 @@ static void validate(const struct dataset *ds, const struct options *o)
             bad = "action out of range";
         else if (r->terminated > 1 || r->truncated > 1)
             bad = "terminated/truncated not 0 or 1";
-        else if (!isfinite(r->reward))
+        else if (!isfinite(r->reward.f))
             bad = "reward not finite";
         else if (o->algo == SWIFTRL_ALGO_SARSA && !o->sarsa_draw && !r->terminated &&
                  r->next_action >= ds->n_actions)
@@ -372,20 +385,20 @@ static int64_t bootstrap_column(const struct learner *L, uint8_t logged, uint32_
     return -1;
 }
 
-static void update(const struct learner *L, void *q, const struct swiftrl_transition *r,
+static void update(const struct learner *L, void *q, const swiftrl_transition_t *r,
                    uint32_t *rng, uint64_t *sat)
 {
     uint64_t A = L->n_actions;
     uint64_t cell = (uint64_t)r->state * A + r->action;
     uint64_t row2 = (uint64_t)r->next_state * A;
-    if (L->dtype == SWIFTRL_DTYPE_FP32) {
+    if (L->dtype == SWIFTRL_FP32) {
         float *qf = q;
-        float target = r->reward;
+        float target = r->reward.f;
         if (!r->terminated) {
             int64_t col = bootstrap_column(L, r->next_action, rng);
             float m = col < 0 ? max_f32(qf + row2, L->n_actions) : qf[row2 + (uint64_t)col];
             float t1 = L->gamma_f * m;
-            target = r->reward + t1;
+            target = r->reward.f + t1;
         }
         float cur = qf[cell];
         float td = target - cur;
@@ -393,11 +406,11 @@ static void update(const struct learner *L, void *q, const struct swiftrl_transi
         qf[cell] = cur + step;
     } else {
         int32_t *qx = q;
-        int32_t target = r->reward_fx;
+        int32_t target = r->reward.fx;
         if (!r->terminated) {
             int64_t col = bootstrap_column(L, r->next_action, rng);
             int32_t m = col < 0 ? max_i32(qx + row2, L->n_actions) : qx[row2 + (uint64_t)col];
-            target = sat32((int64_t)r->reward_fx + fx_mul(L->gamma_x, m, L->frac, sat), sat);
+            target = sat32((int64_t)r->reward.fx + fx_mul(L->gamma_x, m, L->frac, sat), sat);
         }
         int32_t cur = qx[cell];
         int32_t td = sat32((int64_t)target - cur, sat);
@@ -407,7 +420,7 @@ static void update(const struct learner *L, void *q, const struct swiftrl_transi
 
 /* One DPU's work in the order of docs/design.md: its n records split into T lanes, updates
  * round-robin over the tasklets, `epochs` times; rng (T states) continues across calls. */
-static void reference_partition(const struct learner *L, const struct swiftrl_transition *rec,
+static void reference_partition(const struct learner *L, const swiftrl_transition_t *rec,
                                 uint64_t n, uint32_t T, uint32_t epochs, uint32_t *rng, void *q,
                                 uint64_t *sat)
 {
@@ -428,10 +441,10 @@ static void reference_partition(const struct learner *L, const struct swiftrl_tr
                 if (i >= end[t] - start[t])
                     continue;
                 uint64_t j;
-                if (L->sampling == SWIFTRL_SAMPLING_RAN) {
+                if (L->sampling == SWIFTRL_RAN) {
                     rng[t] = xorshift32(rng[t]);
                     j = start[t] + below(rng[t], end[t] - start[t]);
-                } else if (L->sampling == SWIFTRL_SAMPLING_SEQ) {
+                } else if (L->sampling == SWIFTRL_SEQ) {
                     j = cursor[t]++;
                 } else { /* STR: offset o walks start+o, start+o+k, ...; then o+1 */
                     j = cursor[t];
@@ -480,7 +493,7 @@ static void average(const struct learner *L, const void *raw, uint32_t D, uint64
     for (uint64_t e = 0; e < nq; e++) {
         double sum = 0.0;
         for (uint32_t d = 0; d < D; d++) {
-            if (L->dtype == SWIFTRL_DTYPE_FP32)
+            if (L->dtype == SWIFTRL_FP32)
                 sum += (double)((const float *)raw)[d * nq + e];
             else
                 sum += (double)((const int32_t *)raw)[d * nq + e] * scale;
@@ -493,7 +506,7 @@ static void average(const struct learner *L, const void *raw, uint32_t D, uint64
 static int to_raw(const struct learner *L, const double *q, uint64_t nq, void *raw)
 {
     for (uint64_t e = 0; e < nq; e++) {
-        if (L->dtype == SWIFTRL_DTYPE_FP32)
+        if (L->dtype == SWIFTRL_FP32)
             ((float *)raw)[e] = (float)q[e];
         else if (!to_fixed(q[e], L->frac, &((int32_t *)raw)[e]))
             return 0;
@@ -525,21 +538,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "app: alpha or gamma does not fit the Q format\n");
         return 2;
     }
-    if (o.dtype == SWIFTRL_DTYPE_INT32) { /* INT32 kernels read Q-format rewards */
+    if (o.dtype == SWIFTRL_INT32) { /* INT32 kernels read Q-format rewards */
         for (uint64_t i = 0; i < ds.n; i++) {
             int32_t fx;
-            if (!to_fixed((double)ds.records[i].reward, o.frac_bits, &fx)) {
+            if (!to_fixed((double)ds.records[i].reward.f, o.frac_bits, &fx)) {
                 fprintf(stderr, "app: record %llu: reward %g does not fit the Q format\n",
-                        (unsigned long long)i, (double)ds.records[i].reward);
+                        (unsigned long long)i, (double)ds.records[i].reward.f);
                 return 1;
             }
-            ds.records[i].reward_fx = fx;
+            ds.records[i].reward.fx = fx;
         }
     }
 
     /* Partitions: even contiguous, the first n % D one record longer. */
     uint64_t *first = malloc((D + 1) * sizeof(uint64_t));
-    int64_t *params = calloc((size_t)D * SWIFTRL_PARAMS_WORDS, sizeof(int64_t));
+    swiftrl_params_t *params = calloc(D, sizeof(swiftrl_params_t));
     uint32_t *rng = malloc((size_t)D * T * sizeof(uint32_t));
     void *raw = malloc((size_t)(D * nq) * 4);
     void *bcast = malloc((size_t)nq * 4);
@@ -553,41 +566,52 @@ int main(int argc, char **argv)
     for (uint32_t d = 0; d < D; d++)
         first[d + 1] = first[d] + base + (d < extra ? 1 : 0);
     for (uint32_t d = 0; d < D; d++) {
-        int64_t *p = &params[(size_t)d * SWIFTRL_PARAMS_WORDS];
+        swiftrl_params_t *p = &params[d];
         float a32 = L.alpha_f, g32 = L.gamma_f;
         int32_t a_bits, g_bits;
         memcpy(&a_bits, &a32, 4);
         memcpy(&g_bits, &g32, 4);
-        p[SWIFTRL_P_ALGO] = o.algo;
-        p[SWIFTRL_P_DTYPE] = o.dtype;
-        p[SWIFTRL_P_SAMPLING] = o.sampling;
-        p[SWIFTRL_P_STRIDE] = o.stride;
-        p[SWIFTRL_P_SARSA_DRAW] = o.sarsa_draw;
-        p[SWIFTRL_P_EPS] = (int64_t)L.eps_thr;
-        p[SWIFTRL_P_FRAC] = o.frac_bits;
-        p[SWIFTRL_P_ALPHA32] = a_bits;
-        p[SWIFTRL_P_GAMMA32] = g_bits;
-        p[SWIFTRL_P_ALPHA_FX] = L.alpha_x;
-        p[SWIFTRL_P_GAMMA_FX] = L.gamma_x;
-        p[SWIFTRL_P_N_RECORDS] = (int64_t)(first[d + 1] - first[d]);
+        p->algo = o.algo;
+        p->dtype = o.dtype;
+        p->sampling = o.sampling;
+        p->stride = o.stride;
+        p->sarsa_draw = o.sarsa_draw;
+        p->eps_threshold = (int64_t)L.eps_thr;
+        p->frac_bits = o.frac_bits;
+        p->alpha_f32_bits = a_bits;
+        p->gamma_f32_bits = g_bits;
+        p->alpha_fx = L.alpha_x;
+        p->gamma_fx = L.gamma_x;
+        p->n_records = (int64_t)(first[d + 1] - first[d]);
         for (uint32_t t = 0; t < T; t++)
             rng[(size_t)d * T + t] = lane_seed(o.seed, (uint64_t)d * T + t);
     }
 
-    /* The DPU program. */
-    char builtin[256];
-    const char *binary = o.binary ? o.binary : DPU_BINARY;
-#ifdef PIMRL_SIMULATOR
-    if (o.binary == NULL) {
-        static const char *const algo_name[] = {"q", "sarsa"}, *const dtype_name[] = {"fp32", "int32"},
-                                 *const sampling_name[] = {"seq", "str", "ran"};
-        snprintf(builtin, sizeof(builtin), "pimrl:swiftrl?states=%u&actions=%u&tasklets=%u&algo=%s&dtype=%s&sampling=%s&visits=0",
-                 S, A, T, algo_name[o.algo], dtype_name[o.dtype], sampling_name[o.sampling]);
-        binary = builtin;
-    }
+    /* The DPU program: the kernel built for this variant (kernels/Makefile's naming), -b's,
+     * or in the simulator with -b builtin the built-in numba kernel. */
+    static const char *const algo_name[] = {"q", "sarsa"}, *const dtype_name[] = {"fp32", "int32"},
+                             *const sampling_name[] = {"seq", "str", "ran"};
+    char path[4096];
+    const char *binary = o.binary;
+    (void)path; /* unused with DPU_BINARY on real hardware */
+    if (binary == NULL) {
+#ifdef DPU_BINARY
+        binary = DPU_BINARY;
 #else
-    (void)builtin;
+        snprintf(path, sizeof(path), "%s/swiftrl-%s-%s-%s-s%u-a%u-t%u", SWIFTRL_KERNEL_DIR,
+                 algo_name[o.algo], dtype_name[o.dtype], sampling_name[o.sampling], S, A, T);
+        binary = path;
 #endif
+    } else if (strcmp(binary, "builtin") == 0) {
+#ifdef PIMRL_SIMULATOR
+        snprintf(path, sizeof(path), "pimrl:swiftrl?states=%u&actions=%u&tasklets=%u&algo=%s&dtype=%s&sampling=%s&visits=0",
+                 S, A, T, algo_name[o.algo], dtype_name[o.dtype], sampling_name[o.sampling]);
+        binary = path;
+#else
+        fprintf(stderr, "app: -b builtin names the simulator's built-in kernel; on a UPMEM machine give a DPU program\n");
+        return 2;
+#endif
+    }
 
     struct dpu_set_t set, dpu;
     struct dpu_program_t *program;
@@ -601,6 +625,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "app: asked for %u DPUs, got %u\n", D, nr_dpus);
         return 1;
     }
+    if (o.binary == NULL) { /* the default program: say how to build it if it is missing */
+        FILE *f = fopen(binary, "rb");
+        if (f == NULL) {
+            fprintf(stderr, "app: no DPU program %s: build it with `make -C kernels ALGO=%s DTYPE=%s "
+                    "SAMPLING=%s STATES=%u ACTIONS=%u TASKLETS=%u`%s, or give one with -b\n", binary,
+                    algo_name[o.algo], dtype_name[o.dtype], sampling_name[o.sampling], S, A, T,
+#ifdef PIMRL_SIMULATOR
+                    " (-b builtin: the simulator's built-in kernel)"
+#else
+                    ""
+#endif
+                    );
+            return 1;
+        }
+        fclose(f);
+    }
     DPU_ASSERT(dpu_load(set, binary, &program));
     DPU_ASSERT(dpu_get_symbol(program, DPU_MRAM_HEAP_POINTER_NAME, &sym));
     if (longest * SWIFTRL_RECORD_BYTES > sym.size) {
@@ -609,8 +649,15 @@ int main(int argc, char **argv)
         return 1;
     }
     DPU_ASSERT(dpu_get_symbol(program, SWIFTRL_SYM_Q, &sym));
-    if (sym.size < nq * 4) {
-        fprintf(stderr, "app: the DPU program's Q-table (%u B) is smaller than %u x %u entries\n", sym.size, S, A);
+    if (sym.size != nq * 4) {
+        fprintf(stderr, "app: %s: its Q-table (%u B) is not the dataset's %u x %u entries: build the "
+                "kernel with N_STATES=%u N_ACTIONS=%u\n", binary, sym.size, S, A, S, A);
+        return 1;
+    }
+    DPU_ASSERT(dpu_get_symbol(program, SWIFTRL_SYM_RNG, &sym));
+    if (sym.size != T * sizeof(uint32_t)) {
+        fprintf(stderr, "app: %s: built for %u tasklets, not -t %u\n", binary,
+                sym.size / (uint32_t)sizeof(uint32_t), T);
         return 1;
     }
 
@@ -636,13 +683,13 @@ int main(int argc, char **argv)
         int last = r == o.rounds - 1;
         uint32_t epochs = o.epochs / o.rounds + (r < o.epochs % o.rounds ? 1 : 0);
         for (uint32_t d = 0; d < D; d++)
-            params[(size_t)d * SWIFTRL_PARAMS_WORDS + SWIFTRL_P_EPOCHS] = epochs;
+            params[d].epochs = epochs;
         int phase = r == 0 ? T_CPU_DPU : T_INTER_DPU;
         t0 = now();
         SIM_PHASE(set, phase);
-        DPU_FOREACH(set, dpu, i) { DPU_ASSERT(dpu_prepare_xfer(dpu, &params[(size_t)i * SWIFTRL_PARAMS_WORDS])); }
+        DPU_FOREACH(set, dpu, i) { DPU_ASSERT(dpu_prepare_xfer(dpu, &params[i])); }
         DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, SWIFTRL_SYM_PARAMS, 0,
-                                 SWIFTRL_PARAMS_WORDS * sizeof(int64_t), DPU_XFER_DEFAULT));
+                                 sizeof(swiftrl_params_t), DPU_XFER_DEFAULT));
         measured[phase] += now() - t0;
 
         t0 = now();
@@ -722,7 +769,7 @@ int main(int argc, char **argv)
         printf(" %s %.4f s%s", category_label[c], measured[c], c + 1 < T_N ? "," : "\n");
 #endif
     printf("  %-20s %12.6f  measured (host wall clock)\n", "host aggregation", host_aggregation);
-    if (L.dtype == SWIFTRL_DTYPE_INT32)
+    if (L.dtype == SWIFTRL_INT32)
         printf("  fixed-point saturations in the reference learner: %llu\n", (unsigned long long)saturations);
 
     if (o.output) {

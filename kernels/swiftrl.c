@@ -167,6 +167,7 @@ int main(void)
 
     for (int64_t e = 0; e < epochs; e++) {
         int64_t cursor = start, offset = 0, blk_lo = -1, blk_hi = -1;
+        (void)cursor, (void)offset;                /* RAN draws; only STR walks offsets */
         for (int64_t i = 0; i < longest; i++) {
             /* the token ring: tasklet t - 1 has applied its i-th update */
             if (NR_TASKLETS > 1 && (t != 0 || e != 0 || i != 0))

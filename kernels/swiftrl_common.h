@@ -1,14 +1,19 @@
 /* swiftrl_common.h: what the SwiftRL DPU kernels (kernels/swiftrl.c) and their host
- * programs (host/app.c) share: the transition record, the kernel parameters, the work
- * counters and the variant codes. The same layout as the simulator's built-in kernel
- * (pimrl/pim/rlprogram.py) and the same codes as pimrl/learners/params.py, so one host
- * program drives either. Plain C99: it builds for the DPU, the host and pimrl. */
+ * program (host/app.c, which includes this file as "../kernels/swiftrl_common.h", as PrIM's
+ * programs include their support headers) share: the symbol names, the transition record,
+ * the kernel parameters, the work counters and the variant codes. The same layout as the
+ * simulator's built-in kernel (pimrl/pim/rlprogram.py) and the same codes as
+ * pimrl/learners/params.py, so one host program drives either; tests/test_shim.py checks
+ * the values against pimrl's Python definitions. Plain C99 and <stdint.h> only: it builds
+ * for the DPU (pimrl's or the UPMEM SDK's dpu-upmem-dpurte-clang), the host and pimrl. */
 #ifndef SWIFTRL_COMMON_H
 #define SWIFTRL_COMMON_H
 
 #include <stdint.h>
 
-/* Variant codes (pimrl.learners.params ALGO_CODE, DTYPE_CODE, SAMPLING_CODE). */
+/* Variant codes (pimrl.learners.params ALGO_CODE, DTYPE_CODE, SAMPLING_CODE): the values of
+ * the kernel's -DSWIFTRL_ALGO, -DSWIFTRL_DTYPE, -DSWIFTRL_SAMPLING and of params.algo,
+ * params.dtype, params.sampling. */
 #define SWIFTRL_ALGO_Q 0
 #define SWIFTRL_ALGO_SARSA 1
 #define SWIFTRL_FP32 0
@@ -17,17 +22,28 @@
 #define SWIFTRL_STR 1
 #define SWIFTRL_RAN 2
 
-/* One transition, 16 bytes, little-endian (docs/design.md). For INT32 kernels the host
- * rewrites `reward` as a Q-format int32 before pushing the records. */
+/* The kernel's host-visible symbols. The records: the MRAM heap
+ * (DPU_MRAM_HEAP_POINTER_NAME, "__sys_used_mram_end"), params.n_records of them. */
+#define SWIFTRL_SYM_PARAMS "params"    /* swiftrl_params_t */
+#define SWIFTRL_SYM_RNG "rng_state"    /* uint32 per tasklet: the lanes' xorshift32 streams */
+#define SWIFTRL_SYM_STATS "stats"      /* int64 x SWIFTRL_N_COUNTERS */
+#define SWIFTRL_SYM_Q "q_table"        /* N_STATES x N_ACTIONS float32, or Q-format int32 */
+#define SWIFTRL_SYM_VISITS "visits"    /* N_STATES x N_ACTIONS uint32 (COUNT_VISITS=1) */
+
+/* One transition, 16 bytes, little-endian: dataset files (docs/dataset-format.md), host
+ * memory and MRAM alike. For INT32 kernels the host rewrites `reward` as a Q-format int32
+ * before pushing the records. */
+#define SWIFTRL_RECORD_BYTES 16
+#define SWIFTRL_NO_ACTION 255
 typedef struct swiftrl_transition {
     int32_t state;
     int32_t next_state;
     union {
-        float f;
-        int32_t fx;
+        float f;             /* FP32 kernels */
+        int32_t fx;          /* INT32 kernels */
     } reward;
     uint8_t action;
-    uint8_t next_action;     /* 255: unknown */
+    uint8_t next_action;     /* SWIFTRL_NO_ACTION: unknown */
     uint8_t terminated;
     uint8_t truncated;
 } swiftrl_transition_t;
@@ -52,6 +68,7 @@ typedef struct swiftrl_params {
     int64_t reserved[3];
 } swiftrl_params_t;
 
+/* The word index of each field (pimrl.learners.params.P_*, pimrl.pim.rlprogram.P_N_RECORDS). */
 enum swiftrl_param_index {
     SWIFTRL_P_ALGO, SWIFTRL_P_DTYPE, SWIFTRL_P_SAMPLING, SWIFTRL_P_STRIDE, SWIFTRL_P_EPOCHS,
     SWIFTRL_P_SARSA_DRAW, SWIFTRL_P_EPS, SWIFTRL_P_FRAC, SWIFTRL_P_ALPHA32, SWIFTRL_P_GAMMA32,
@@ -66,9 +83,8 @@ enum swiftrl_counter {
     SWIFTRL_N_COUNTERS
 };
 
-/* Other WRAM symbols: "rng_state" (uint32 per tasklet: the lanes' xorshift32 streams),
- * "q_table" (N_STATES x N_ACTIONS float32, or Q-format int32), "visits" (N_STATES x
- * N_ACTIONS uint32, counted when built with COUNT_VISITS=1). Records: MRAM heap
- * ("__sys_used_mram_end"), params.n_records of them. */
+/* Layout checks (C99: a negative array size fails the build). */
+typedef char swiftrl_check_record_bytes[sizeof(swiftrl_transition_t) == SWIFTRL_RECORD_BYTES ? 1 : -1];
+typedef char swiftrl_check_params_words[sizeof(swiftrl_params_t) == 8 * SWIFTRL_PARAMS_WORDS ? 1 : -1];
 
-#endif
+#endif /* SWIFTRL_COMMON_H */

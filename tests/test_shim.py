@@ -1,5 +1,6 @@
 """The C host shim: libdpu.so (the UPMEM SDK host API over the simulator), dpu-pkg-config,
-host/app.c, the user-kind error program and the fuzzer under AddressSanitizer.
+host/app.c (with the C kernels of kernels/ loaded by path, and with the built-in numba
+kernel), the user-kind error program and the fuzzer under AddressSanitizer.
 
 The library is built once per session in a temporary folder; everything that needs a C
 compiler is skipped, with the reason, when there is none.
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +23,23 @@ from pimrl.shim import programs
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = REPO / "host"
+KERNELS = REPO / "kernels"
+COMMON_H = KERNELS / "swiftrl_common.h"
 PKG_CONFIG = REPO / "bin" / "dpu-pkg-config"
+DPU_CC = REPO / "bin" / "dpu-upmem-dpurte-clang"
 TOOLCHAIN_OK, TOOLCHAIN = shim_build.c_toolchain()
 needs_cc = pytest.mark.skipif(not TOOLCHAIN_OK, reason=f"C path unavailable: {TOOLCHAIN}")
+
+
+def _dpurt_ok():
+    from pimrl.dpurt import cc
+
+    if not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64":
+        return False, "the DPU runtime needs a host C compiler (gcc) on x86-64 Linux"
+    return True, ""
+
+
+DPURT_OK, DPURT = _dpurt_ok()
 
 
 # ------------------------------------------------------------------------------ fixtures
@@ -63,13 +80,48 @@ def dataset(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def app(shim, tmp_path_factory):
+def kernel_dir(tmp_path_factory):
+    """The folder app looks in for its DPU programs (built by the `c_kernels` fixture)."""
+    return tmp_path_factory.mktemp("kernels")
+
+
+@pytest.fixture(scope="session")
+def app(shim, kernel_dir, tmp_path_factory):
     build, env = shim
     exe = tmp_path_factory.mktemp("app") / "app"
-    r = sh(f"cc -O2 -Wall -Wextra -Werror -ffp-contract=off {HOST / 'app.c'} -o {exe} "
-           "$(dpu-pkg-config --cflags --libs dpu) -lm", env)
+    r = sh(f"cc -O2 -Wall -Wextra -Werror -ffp-contract=off -DSWIFTRL_KERNEL_DIR='\"{kernel_dir}\"' "
+           f"{HOST / 'app.c'} -o {exe} $(dpu-pkg-config --cflags --libs dpu) -lm", env)
     assert r.returncode == 0, r.stderr
     return exe
+
+
+@pytest.fixture(scope="session")
+def c_kernels(shim, kernel_dir):
+    """build(states, actions, tasklets, "algo-dtype-sampling"): kernels/swiftrl.c built into
+    kernel_dir under kernels/Makefile's name, by kernels/Makefile (with pimrl's
+    dpu-upmem-dpurte-clang; without make, by the same command). VISITS=0, as PimTrainer
+    builds it for the mean and sync aggregators, so the modelled times agree too."""
+    if not DPURT_OK:
+        pytest.skip(DPURT)
+    _, env = shim
+
+    def build(states, actions, tasklets, variant):
+        name = f"swiftrl-{variant}-s{states}-a{actions}-t{tasklets}"
+        if shutil.which("make"):
+            r = sh(f"make -C {KERNELS} DPU_CC={DPU_CC} BUILDDIR={kernel_dir} VISITS=0 "
+                   f"STATES={states} ACTIONS={actions} TASKLETS={tasklets} VARIANT={variant}", env)
+        else:
+            algo, dtype, sampling = variant.split("-")
+            codes = {"q": 0, "sarsa": 1, "fp32": 0, "int32": 1, "seq": 0, "str": 1, "ran": 2}
+            r = sh(f"cd {KERNELS} && {DPU_CC} -O2 -DNR_TASKLETS={tasklets} -DN_STATES={states} "
+                   f"-DN_ACTIONS={actions} -DSWIFTRL_ALGO={codes[algo]} "
+                   f"-DSWIFTRL_DTYPE={codes[dtype]} -DSWIFTRL_SAMPLING={codes[sampling]} "
+                   f"-DBLOCK_BYTES=2048 -DCOUNT_VISITS=0 -o {kernel_dir / name} swiftrl.c", env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert (kernel_dir / name).is_file(), name
+        return kernel_dir / name
+
+    return build
 
 
 # ------------------------------------------------------------------------------ no compiler
@@ -169,35 +221,53 @@ def test_dpu_pkg_config(shim):
 
 @needs_cc
 def test_headers_agree_with_python(shim, tmp_path):
-    """Error codes, the SwiftRL params layout and counters: C headers == Python."""
+    """Error codes, the SwiftRL params layout, record and counters: C headers == Python.
+    kernels/swiftrl_common.h is the one header the kernel and host/app.c share."""
     from pimrl.learners import params as P
     from pimrl.pim import cost, rlprogram
 
     build, env = shim
+    assert not (HOST / "swiftrl_common.h").exists()          # one shared header
+    assert '#include "../kernels/swiftrl_common.h"' in (HOST / "app.c").read_text()
     lines = [f'printf("{n} %d\\n", (int){n});' for n in DpuErrorCode.__members__]
+    fields = ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps_threshold",
+              "frac_bits", "alpha_f32_bits", "gamma_f32_bits", "alpha_fx", "gamma_fx")
+    assert fields == P.KERNEL_SCALARS
+    counters = ("UPDATES", "TERMINAL", "SCANNED", "RNG", "BELOW", "DMA_READS", "DMA_READ_BYTES",
+                "DMA_WRITES", "DMA_WRITE_BYTES", "SATURATIONS", "FAULT", "STEPS")
+    assert len(counters) == len(cost.COUNTERS)
     checks = {
         **{f"SWIFTRL_P_{n.upper()}": getattr(P, f"P_{n.upper()}") for n in
            ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps", "frac",
             "alpha32", "gamma32", "alpha_fx", "gamma_fx")},
+        **{f"offsetof(swiftrl_params_t, {f}) / 8": i for i, f in enumerate(fields)},
         "SWIFTRL_P_N_RECORDS": rlprogram.P_N_RECORDS,
+        "offsetof(swiftrl_params_t, n_records) / 8": rlprogram.P_N_RECORDS,
         "SWIFTRL_PARAMS_WORDS": rlprogram.PARAMS_WORDS,
+        "sizeof(swiftrl_params_t)": 8 * rlprogram.PARAMS_WORDS,
         "SWIFTRL_RECORD_BYTES": rlprogram.RECORD_BYTES,
-        "SWIFTRL_N_STATS": len(cost.COUNTERS),
-        **{f"SWIFTRL_STAT_{n.upper()}": i for i, n in enumerate(cost.COUNTERS)},
-        "SWIFTRL_ALGO_SARSA": P.ALGO_CODE["sarsa"], "SWIFTRL_DTYPE_INT32": P.DTYPE_CODE["int32"],
-        "SWIFTRL_SAMPLING_STR": P.SAMPLING_CODE["str"],
-        "SWIFTRL_SAMPLING_RAN": P.SAMPLING_CODE["ran"],
+        "sizeof(swiftrl_transition_t)": rlprogram.RECORD_BYTES,
+        "SWIFTRL_N_COUNTERS": len(cost.COUNTERS),
+        **{f"SWIFTRL_C_{n}": i for i, n in enumerate(counters)},
+        "SWIFTRL_ALGO_Q": P.ALGO_CODE["q"], "SWIFTRL_ALGO_SARSA": P.ALGO_CODE["sarsa"],
+        "SWIFTRL_FP32": P.DTYPE_CODE["fp32"], "SWIFTRL_INT32": P.DTYPE_CODE["int32"],
+        "SWIFTRL_SEQ": P.SAMPLING_CODE["seq"], "SWIFTRL_STR": P.SAMPLING_CODE["str"],
+        "SWIFTRL_RAN": P.SAMPLING_CODE["ran"],
     }
-    lines += [f'printf("{n} %d\\n", (int){n});' for n in checks]
+    names = [f"{n}" for n in checks]
+    lines += [f'printf("%s %d\\n", "{n.replace(" ", "")}", (int)({n}));' for n in names]
     src = tmp_path / "values.c"
-    src.write_text(f'#include <dpu.h>\n#include <dpu_probe.h>\n#include "{HOST / "swiftrl_common.h"}"\n'
+    src.write_text(f'#include <stddef.h>\n#include <dpu.h>\n#include <dpu_probe.h>\n'
+                   f'#include "{COMMON_H}"\n'
                    "int main(void) {\n" + "\n".join(lines) + "\nreturn 0;\n}\n")
     cc_user(src, tmp_path / "values", env)
     out = dict(line.split() for line in sh(str(tmp_path / "values"), env).stdout.splitlines())
     for name, code in DpuErrorCode.__members__.items():
         assert int(out[name]) == int(code), name
     for name, value in checks.items():
-        assert int(out[name]) == value, name
+        assert int(out[name.replace(" ", "")]) == value, name
+    stats = dict(zip(counters, cost.COUNTERS))
+    assert stats["TERMINAL"] == "terminal_updates" and stats["STEPS"] == "sampling_steps"
 
 
 # ------------------------------------------------------------------------------ app.c
@@ -212,31 +282,49 @@ APP_CASES = [
 ]
 
 
+def _app_variant(spec):
+    tasklets = spec.get("tasklets", 16)
+    return tasklets, f"{spec.get('algo', 'q')}-{spec.get('dtype', 'fp32')}-{spec.get('sampling', 'seq')}"
+
+
 @needs_cc
+@pytest.mark.parametrize("kernel", ["c", "builtin"])
 @pytest.mark.parametrize("args,spec", APP_CASES, ids=[a for a, _ in APP_CASES])
-def test_app_end_to_end(app, shim, dataset, tmp_path, args, spec):
+def test_app_end_to_end(app, shim, dataset, tmp_path, request, args, spec, kernel):
     """app.c prints the four categories (modelled) and OK, and its table and modelled times
-    are exactly those of the Python host (PimTrainer) on the same simulator."""
+    are exactly those of the Python host (PimTrainer) on the same simulator and program:
+    with the C kernel of kernels/ (by default app loads the file kernels/Makefile builds for
+    the variant, found by its name) PimTrainer(kernel="c"); with `-b builtin` the built-in
+    numba kernel, PimTrainer(kernel="numba")."""
     from pimrl.data import load_dataset
     from pimrl.learners.params import LearnerParams
     from pimrl.pim.trainer import PimTrainer
 
     _, env = shim
+    ds = load_dataset(dataset)
+    tasklets, variant = _app_variant(spec)
+    if kernel == "c":
+        request.getfixturevalue("c_kernels")(ds.n_states, ds.n_actions, tasklets, variant)
+        program = rf"DPU program: \S+/swiftrl-{variant}-s{ds.n_states}-a{ds.n_actions}-t{tasklets}$"
+    else:
+        args += " -b builtin"
+        program = r"DPU program: pimrl:swiftrl\?"
     out = tmp_path / "q.bin"
     r = sh(f"{app} {args} -o {out} {dataset}", env)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(program, r.stdout, re.M), r.stdout
     for label in ("CPU-DPU", "DPU kernel", "Inter-DPU", "DPU-CPU"):
         assert re.search(rf"^\s+{label}\s+[0-9.]+\s+modelled", r.stdout, re.M), r.stdout
     assert re.search(r"reference learner: OK \(largest difference 0 ", r.stdout), r.stdout
 
     spec = dict(spec)
     n_dpus = int(re.search(r"-n (\d+)", args).group(1))
-    tasklets = spec.pop("tasklets", 16)
+    spec.pop("tasklets", None)
     rounds = spec.pop("rounds", 1)
-    ds = load_dataset(dataset)
     trainer = PimTrainer(LearnerParams(**spec), n_dpus=n_dpus, tasklets=tasklets,
                          aggregate="mean" if rounds == 1 else f"sync:{rounds}",
-                         hardware="upmem-2556").fit(np.asarray(ds.records), ds.n_states, ds.n_actions)
+                         hardware="upmem-2556", kernel="c" if kernel == "c" else "numba",
+                         ).fit(np.asarray(ds.records), ds.n_states, ds.n_actions)
     q_app = np.fromfile(out, dtype=np.float64).reshape(ds.n_states, ds.n_actions)
     assert np.array_equal(q_app, trainer.q_)
     printed = {m.group(1): float(m.group(2)) for m in
@@ -248,11 +336,32 @@ def test_app_end_to_end(app, shim, dataset, tmp_path, args, spec):
 
 
 @needs_cc
+def test_app_kernel_by_path_checks(app, shim, dataset, c_kernels, kernel_dir):
+    """A missing default kernel says how to build it; a kernel built for other tasklets or
+    another table shape is refused before it runs; -b PATH loads any built file."""
+    _, env = shim
+    r = sh(f"{app} -n 2 -t 5 -s str {dataset}", env)
+    assert r.returncode == 1
+    assert f"no DPU program {kernel_dir}/swiftrl-q-fp32-str-s16-a4-t5" in r.stderr
+    assert "make -C kernels ALGO=q DTYPE=fp32 SAMPLING=str STATES=16 ACTIONS=4 TASKLETS=5" in r.stderr
+    other = c_kernels(16, 4, 3, "q-fp32-str")
+    r = sh(f"{app} -n 2 -t 5 -s str -b {other} {dataset}", env)
+    assert r.returncode == 1 and "built for 3 tasklets, not -t 5" in r.stderr
+    r = sh(f"{app} -n 2 -t 3 -s str -b {other} {dataset}", env)
+    assert r.returncode == 0 and "reference learner: OK" in r.stdout, r.stdout + r.stderr
+    narrow = c_kernels(16, 3, 3, "q-fp32-str")
+    r = sh(f"{app} -n 2 -t 3 -s str -b {narrow} {dataset}", env)
+    assert r.returncode == 1 and "not the dataset's 16 x 4 entries" in r.stderr
+
+
+@needs_cc
 def test_app_source_builds_without_the_simulator_extension(tmp_path):
     """Without PIMRL_SIMULATOR (as with the real SDK) app.c uses nothing but dpu.h."""
-    r = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{HOST / 'include'}",
-                        str(HOST / "app.c")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    for extra in ([], ['-DDPU_BINARY="./swiftrl_dpu"']):   # the kernel by name, or one fixed
+        r = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                            f"-I{HOST / 'include'}", *extra, str(HOST / "app.c")],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
     assert "pimrl_sim" not in subprocess.run(
         ["cc", "-E", f"-I{HOST / 'include'}", str(HOST / "app.c")], capture_output=True,
         text=True).stdout
