@@ -247,7 +247,9 @@ static void read_dataset(const char *path, struct dataset *ds)
     if (fseek(f, 0, SEEK_END) != 0)
         die(path, strerror(errno));
     long size = ftell(f);
-    if (size < 0 || (uint64_t)size != header_size + ds->n * SWIFTRL_RECORD_BYTES)
+    /* compare by division: header_size + n * 16 could wrap for a crafted n */
+    if (size < (long)header_size || ((uint64_t)size - header_size) % SWIFTRL_RECORD_BYTES != 0 ||
+        ((uint64_t)size - header_size) / SWIFTRL_RECORD_BYTES != ds->n)
         die(path, "file size does not match n_transitions in the header (truncated?)");
     ds->records = calloc(ds->n + 1, sizeof(swiftrl_transition_t));
     if (ds->records == NULL)

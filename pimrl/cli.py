@@ -53,7 +53,14 @@ def main(argv=None) -> int:
     except UserError as exc:
         print(f"pimrl {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, FileNotFoundError, OSError) as exc:
+    except (ValueError, OSError, MemoryError) as exc:
         # Validation errors from the library already name the file, line or field at fault.
         print(f"pimrl {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        from pimrl.pim.errors import DpuError
+
+        if isinstance(exc, DpuError):      # the simulated system refused, as the SDK would
+            print(f"pimrl {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        raise

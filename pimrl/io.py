@@ -30,13 +30,24 @@ def fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-@contextlib.contextmanager
-def atomic_writer(path, mode: str = "wb"):
-    """``with atomic_writer(path) as f: f.write(...)``: replaces ``path`` only on success."""
+def check_destination(path) -> Path:
+    """Refuse, before any work is done, a destination ``atomic_writer`` could not write."""
     path = Path(path)
     if path.exists() and not path.is_file():
         # Renaming over a device, a FIFO or a folder would replace it: refuse instead.
         raise ValueError(f"{path}: not a regular file; pimrl writes results to regular files only")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{path}: folder {parent} is not writable")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_writer(path, mode: str = "wb"):
+    """``with atomic_writer(path) as f: f.write(...)``: replaces ``path`` only on success."""
+    path = check_destination(path)
     folder = str(path.parent) if str(path.parent) else "."
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:

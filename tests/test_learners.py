@@ -60,6 +60,24 @@ def test_reference_equals_plain_python_oracle(algo, dtype, sampling, records_sma
         assert res.saturations == sat
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "int32"])
+def test_reference_equals_oracle_on_fractional_and_large_rewards(dtype):
+    """Rewards that are not integers exercise Q-format rounding (ties included) and FP32's
+    operation order; large ones push values toward the int32 range."""
+    recs = random_records(400, 6, 3, seed=3)
+    rs = np.random.default_rng(4)
+    recs["reward"] = (rs.normal(0, 40, len(recs)) + rs.choice([0.5, 0.25, 1 / 3], len(recs))).astype(np.float32)
+    recs["reward"][:5] = [2.5, -2.5, 0.5 / 65536, 1.5 / 65536, 30000.0]
+    for algo in ("q", "sarsa"):
+        p = LearnerParams(algo=algo, dtype=dtype, sampling="ran", epochs=4, alpha=0.37,
+                          gamma=0.99, next_action="epsilon-greedy", seed=1)
+        lanes = lane_bounds(even_bounds(len(recs), 1), 3)[0]
+        res = learn_partition(recs, 6, 3, p, lanes, lane_ids=[0, 1, 2])
+        q, sat = oracle_learn(recs, 6, 3, p, [tuple(map(int, x)) for x in lanes], [0, 1, 2])
+        assert np.array_equal(res.q_raw, q)
+        assert res.saturations == sat
+
+
 def test_str_order_visits_every_record_once_per_epoch():
     recs = random_records(50, 50, 1, p_terminal=1.0)
     recs["state"] = np.arange(50)

@@ -28,6 +28,9 @@ def _cmd_generate(args) -> int:
     from .format import save_dataset
     from .generate import generate_dataset, parse_policy, policy_description
 
+    from pimrl.io import check_destination
+
+    check_destination(args.out)        # before the work, not after
     if args.n < 0:
         raise UserError(f"--n must be >= 0, got {args.n}")
     if args.seed < 0:
@@ -129,7 +132,7 @@ def register(subparsers) -> None:
     g.add_argument("--q", help="Q-table .npy of shape (S, A) for epsilon-greedy")
     g.add_argument("--epsilon", type=float, help="exploration rate for epsilon-greedy")
     g.add_argument("--max-episode-steps", type=int, default=None,
-                   help="episode limit (default: the environment's)")
+                   help="episode limit (default: the environment's; 0 or less: no limit)")
     g.add_argument("--out", required=True, help="output dataset file")
     g.set_defaults(func=_cmd_generate)
 

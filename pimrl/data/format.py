@@ -347,7 +347,10 @@ class Dataset:
         """The environment, rebuilt with ``pimrl.envs.make(env_id)`` (sizes checked)."""
         from pimrl.envs import make
 
-        env = make(self.env_id)
+        try:
+            env = make(self.env_id)
+        except ValueError as exc:
+            raise DatasetError(self.path, "env_id", str(exc)) from None
         if (env.n_states, env.n_actions) != (self.n_states, self.n_actions):
             raise DatasetError(
                 self.path, "env_id", f"env {self.env_id!r} has {env.n_states} states and "
@@ -371,6 +374,11 @@ class Dataset:
             "n_imputed_next_actions": self.n_imputed,
             "file_bytes": self.header_size + n * RECORD_SIZE,
         }
+        try:
+            self.env()
+            out["env_check"] = "ok"
+        except DatasetError as exc:     # info still describes the file, and says what's wrong
+            out["env_check"] = str(exc)
         if n == 0:
             out.update(reward_min=None, reward_max=None, reward_mean=None, n_terminated=0,
                        n_truncated=0, n_episodes_ended=0, frac_terminated=0.0,

@@ -57,7 +57,9 @@ def _cliff_walking(opts):
 REGISTRY: dict[str, _Entry] = {
     "FrozenLake-v1": _Entry(_frozen_lake("4x4"), {
         "slippery": _SLIPPERY,
-        "size": _Option(None, "an integer >= 2 (a generated size x size map)", lambda v: v >= 2),
+        # 1024 x 1024 = 1M states already takes about 250 MB of tables.
+        "size": _Option(None, "an integer in [2, 1024] (a generated size x size map)",
+                        lambda v: 2 <= v <= 1024),
         "seed": _Option(0, "an integer >= 0 (with size)", lambda v: v >= 0),
         "max_steps": _MAX_STEPS}),
     "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS}),

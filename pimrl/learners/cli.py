@@ -47,7 +47,9 @@ def register(subparsers) -> None:
     g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
     g.add_argument("--tasklets", type=int, default=16)
     g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R | sync:R:weighted")
-    g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous")
+    g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous",
+                   help="contiguous chunks (SwiftRL), or a seeded shuffle first")
+    g.add_argument("--shuffle-seed", type=int, default=0, help="seed of --partition shuffle")
     g.add_argument("--hardware", default="upmem-2556",
                    help="preset: upmem-2556, upmem-2560, upmem-640, upmem-v1b")
     g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
@@ -111,7 +113,7 @@ def run_pim(records, env, params, args, n_dpus, hw):
     from pimrl.pim.trainer import PimTrainer
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
-                         partition=args.partition, shuffle_seed=args.data_seed, hardware=hw,
+                         partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
                          block_bytes=args.block_bytes, kernel=args.kernel)
     return trainer.fit(records, env.n_states, env.n_actions)
 
@@ -122,6 +124,16 @@ def run_train(args: argparse.Namespace) -> int:
     from pimrl.pim.hardware import get_hardware, parse_overrides
 
     params = _params(args)
+    if args.save_q:
+        from pimrl.io import check_destination
+
+        check_destination(args.save_q)
+    if args.backend == "reference":
+        given = [f for f, default in (("--hw", []), ("--dpus", "64"), ("--kernel", "numba"),
+                                      ("--aggregate", "mean"), ("--partition", "contiguous"))
+                 if getattr(args, f[2:].replace("-", "_")) != default]
+        if given:
+            raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
     records, env, source = _load_data(args)
     out = {"source": source, "env_id": env.env_id, "backend": args.backend,
            "params": params.as_dict(), "n_transitions": int(len(records))}
@@ -143,12 +155,17 @@ def run_train(args: argparse.Namespace) -> int:
             if len(counts) > 1 and not args.json:
                 print(f"simulating {n} DPUs ...", file=sys.stderr)
             tr = run_pim(records, env, params, args, n, hw)
-            runs.append({"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
-                         "kernel": args.kernel,
-                         "hardware": hw.name, **tr.timings_.as_dict(),
-                         "saturations": tr.saturations_, "n_updates": tr.n_updates_,
-                         "max_partition": int(np.diff(tr.bounds_).max())})
-        q = tr.q_
+            run = {"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
+                   "kernel": args.kernel, "hardware": hw.name, **tr.timings_.as_dict(),
+                   "saturations": tr.saturations_, "n_updates": tr.n_updates_,
+                   "max_partition": int(np.diff(tr.bounds_).max())}
+            if not args.no_eval and len(counts) > 1:
+                from pimrl.envs import evaluate_against_optimum
+
+                run["evaluation"] = evaluate_against_optimum(env, tr.q_, params.gamma)
+            runs.append(run)
+        q = tr.q_                      # --save-q and the evaluation below: the last count
+        out["q_from_dpus"] = counts[-1]
         out["runs"] = runs
         if len(runs) > 1:
             out["scaling"] = scaling_table(runs)
@@ -237,20 +254,24 @@ def print_report(out, params):
             print(f"  {'simulation':<14}{_ms(r['measured_s']['simulation_wall'])}   measured (simulator wall clock)")
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
-            print("\nModelled strong scaling (total time, against the first DPU count):")
-            print("   DPUs  total ms   speedup   ideal  efficiency  kernel eff.  transfers")
+            print("\nModelled strong scaling (total time, against the first DPU count), with the "
+                  "greedy policy's success rate (exact):")
+            print("   DPUs  total ms   speedup   ideal  efficiency  kernel eff.  transfers  success")
             for r, row in zip(out["runs"], out["scaling"]):
+                ok = f"{r['evaluation']['success_rate']:8.3f}" if "evaluation" in r else "       -"
                 print(f"  {row['dpus']:5d}{_ms(r['modelled_total_s'])}  {row['speedup']:8.2f}  "
                       f"{row['ideal']:6.1f}  {row['efficiency'] * 100:9.1f}%  "
-                      f"{row['kernel_efficiency'] * 100:10.1f}%  {row['transfer_share'] * 100:8.1f}%")
+                      f"{row['kernel_efficiency'] * 100:10.1f}%  {row['transfer_share'] * 100:8.1f}% {ok}")
             for line in explain_scaling(out["runs"], out["scaling"]):
                 print("  " + line)
     if params.dtype == "int32":
         print(f"fixed-point saturations: {sats}" + ("" if sats == 0 else "  (values clipped to the int32 range)"))
     if "evaluation" in out:
         e = out["evaluation"]
-        print(f"\ngreedy policy on {out['env_id']} (exact, horizon {e.get('horizon')} steps):")
+        which = f", table of the {out['q_from_dpus']}-DPU run" if "scaling" in out else ""
+        print(f"\ngreedy policy on {out['env_id']} (exact, horizon {e.get('horizon')} steps{which}):")
         print(f"  success rate {e['success_rate']:.4f}   (optimal {e['optimal_success_rate']:.4f})")
         print(f"  mean return  {e['mean_return']:.4f}   (optimal {e['optimal_mean_return']:.4f})")
     if "saved_q" in out:
-        print(f"Q-table written to {out['saved_q']}")
+        which = f" (the {out['q_from_dpus']}-DPU run)" if "scaling" in out else ""
+        print(f"Q-table written to {out['saved_q']}{which}")

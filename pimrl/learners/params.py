@@ -58,6 +58,15 @@ class LearnerParams:
             raise ValueError(f"seed must be a non-negative integer; got {self.seed!r}")
         if not (1 <= self.frac_bits <= 30):
             raise ValueError(f"frac_bits must lie in [1, 30]; got {self.frac_bits!r}")
+        if self.dtype == "int32":
+            # Q format must keep alpha and gamma recognisable: within 1 % of what was asked.
+            scale = 1 << self.frac_bits
+            for name, value in (("alpha", self.alpha), ("gamma", self.gamma)):
+                q = round(value * scale) / scale
+                if value > 0 and abs(q - value) > 0.01 * value:
+                    raise ValueError(
+                        f"{name}={value} becomes {q} in Q{31 - self.frac_bits}.{self.frac_bits}: "
+                        f"use more fractional bits (--frac-bits)")
 
     @property
     def uses_rng(self) -> bool:

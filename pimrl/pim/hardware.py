@@ -67,15 +67,36 @@ class Hardware:
     op_instructions: dict = field(default_factory=lambda: dict(DEFAULT_OP_INSTRUCTIONS))
 
     def __post_init__(self):
-        for name in ("n_ranks", "dpus_per_rank", "mram_bytes", "wram_bytes", "max_tasklets",
-                     "issue_interval"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"hardware {self.name}: {name} must be positive, "
-                                 f"got {getattr(self, name)}")
-        if not 0 <= self.n_faulty_dpus < self.n_ranks * self.dpus_per_rank:
-            raise ValueError(f"hardware {self.name}: n_faulty_dpus={self.n_faulty_dpus} invalid")
-        if self.frequency_hz <= 0:
-            raise ValueError(f"hardware {self.name}: frequency_hz must be positive")
+        def bad(name, why):
+            return ValueError(f"hardware {self.name}: {name}={getattr(self, name)!r} {why}")
+
+        if not isinstance(self.xfer_sizes, tuple) or len(self.xfer_sizes) < 2:
+            raise bad("xfer_sizes", "must be a tuple of at least two sizes")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("name", "op_instructions"):
+                continue
+            if f.type in ("tuple", tuple):
+                if not isinstance(value, tuple) or len(value) != len(self.xfer_sizes) or not all(
+                        isinstance(v, (int, float)) and v > 0 for v in value):
+                    raise bad(f.name, f"must be {len(self.xfer_sizes)} positive numbers")
+            elif f.type in ("int", int):
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                    raise bad(f.name, "must be an integer")
+                if value < 0 or (value == 0 and f.name != "n_faulty_dpus"):
+                    raise bad(f.name, "must be positive")
+            else:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                    raise bad(f.name, "must be a number")
+                if value <= 0:
+                    raise bad(f.name, "must be positive")
+        if list(self.xfer_sizes) != sorted(set(self.xfer_sizes)):
+            raise bad("xfer_sizes", "must increase")
+        if not self.n_faulty_dpus < self.n_ranks * self.dpus_per_rank:
+            raise bad("n_faulty_dpus", f"leaves no functional DPU of {self.n_ranks * self.dpus_per_rank}")
+        for op, cost_ in self.op_instructions.items():
+            if not isinstance(cost_, (int, float)) or not cost_ > 0:
+                raise ValueError(f"hardware {self.name}: op_{op}={cost_!r} must be a positive number")
 
     @property
     def n_dpu_slots(self) -> int:
@@ -104,7 +125,10 @@ class Hardware:
             if key.startswith("op_"):
                 if key[3:] not in ops:
                     raise ValueError(f"unknown operation {key[3:]!r}; known: {', '.join(ops)}")
-                ops[key[3:]] = float(value)
+                try:
+                    ops[key[3:]] = float(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"{key}={value!r} must be a number") from None
             elif key in {f.name for f in dataclasses.fields(self)}:
                 plain[key] = value
             else:
@@ -112,6 +136,10 @@ class Hardware:
                 raise ValueError(f"unknown hardware parameter {key!r}; known: {known}, op_<operation>")
         if "name" not in plain:
             plain["name"] = self.name + "*"
+        ints = {f.name for f in dataclasses.fields(self) if f.type in ("int", int)}
+        for key, value in list(plain.items()):
+            if key in ints and isinstance(value, float) and value.is_integer():
+                plain[key] = int(value)          # "n_ranks=64.0" or "2e3" mean integers
         return dataclasses.replace(self, op_instructions=ops, **plain)
 
 

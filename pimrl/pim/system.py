@@ -361,7 +361,9 @@ class DpuSet:
         sym = self._resolve(symbol, offset, len(data))
         self._wait()
         self._write(self.slots, sym, offset, data)
-        self._account(True, len(data), serial=self.nr_dpus == 1, what=f"copy_to {sym.name}")
+        # The SDK sends identical bytes to a multi-DPU set as a broadcast.
+        self._account(True, len(data), serial=self.nr_dpus == 1, broadcast=self.nr_dpus > 1,
+                      what=f"copy_to {sym.name}")
 
     def broadcast_to(self, symbol, offset: int, src, flags: int = DPU_XFER_DEFAULT) -> None:
         """``dpu_broadcast_to``."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from pimrl.data.records import TRANSITION_DTYPE
 from pimrl.learners import fixedpoint
-from pimrl.learners.params import LearnerParams
+from pimrl.learners.params import P_EPOCHS, LearnerParams
 from pimrl.learners.reference import check_records
 from pimrl.partition import even_bounds
 from pimrl.pim import cost
@@ -98,6 +98,9 @@ class PimTrainer:
             raise ValueError(f"{len(records)} transitions cannot feed {self.n_dpus} DPUs")
         check_records(records, n_states, n_actions, p)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
+        if self.n_dpus > hw.n_dpus:
+            raise ValueError(f"--dpus {self.n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs "
+                             f"(use --hardware upmem-2560, or --hw n_ranks=N for a bigger what-if)")
         if callable(self.kernel):
             factory = self.kernel
         elif self.kernel in KERNELS:
@@ -136,7 +139,7 @@ class PimTrainer:
             raw_dtype = np.int32 if p.dtype == "int32" else np.float32
             for r, epochs in enumerate(round_epochs):
                 last = r == len(round_epochs) - 1
-                params[:, 4] = epochs                     # P_EPOCHS
+                params[:, P_EPOCHS] = epochs
                 with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
                     dpus.scatter_to("params", 0, params.view(np.uint8).reshape(self.n_dpus, -1))
                 result = dpus.launch()
