@@ -350,3 +350,24 @@ def test_kernel_faults_on_bad_records_and_parameters():
     assert code(e) == DpuErrorCode.DPU_ERR_DPU_FAULT
     msg = str(e.value)
     assert "DPU 0 tasklet" in msg and "record 5" in msg and "and 1 more" in msg
+
+
+@pytest.mark.parametrize("override,message", [
+    ("n_ranks=abc", "n_ranks='abc' must be an integer"),
+    ("n_ranks=1.5", "must be an integer"),
+    ("dma_beta=-1", "dma_beta=-1 must be positive"),
+    ("xfer_sizes=3", "xfer_sizes=3 must be a tuple"),
+    ("op_int64_mul=x", "op_int64_mul='x' must be a number"),
+    ("nonsense=1", "unknown hardware parameter 'nonsense'"),
+])
+def test_bad_hardware_overrides_are_clear_errors(capsys, override, message):
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "200", "--backend", "pim",
+                 "--dpus", "2", "--hw", override, "--no-eval"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_more_dpus_than_the_machine_has(capsys):
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "5000", "--backend", "pim",
+                 "--dpus", "3000", "--no-eval"]) == 2
+    assert "upmem-2556 has 2556 functional DPUs" in capsys.readouterr().err
+    assert get_hardware("upmem-2556", {"n_ranks": 64.0}).n_ranks == 64
