@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test bench host clean
+.PHONY: demo test study bench host clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
+## study: the full SwiftRL study (about 12 minutes on 2 cores), plots in out/swiftrl
+study: $(STAMP)
+	$(PY) -m pimrl scale experiments/swiftrl.toml --out out/swiftrl && $(PY) -m pimrl plot out/swiftrl
+
 ## host: the C host programs against the simulator (SDK API shim), built and checked
 host: $(STAMP)
 	$(MAKE) -C host check PYTHON=$(abspath $(PY))
@@ -28,6 +32,7 @@ host: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
 	$(PY) benchmarks/bench_simulator.py
+	$(PY) benchmarks/bench_baselines.py --n 200000 --epochs 2
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

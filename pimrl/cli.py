@@ -32,13 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pimrl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a part not built yet, or an optional extra missing
-            if exc.name and exc.name.startswith("pimrl"):
-                continue
-            raise
-        module.register(sub)
+        # Every command module imports with the base install; optional extras (the GPU) are
+        # imported by the commands themselves when used.
+        importlib.import_module(name).register(sub)
     return parser
 
 

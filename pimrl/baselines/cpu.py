@@ -1,0 +1,161 @@
+"""The CPU baseline: the twelve variants on the host, single- and multi-threaded (numba).
+
+As in SwiftRL's threaded CPU version, the dataset is split into ``partitions`` contiguous
+parts (by default one per thread); each part learns its own Q-table and the host averages
+the tables at the end. The multi-threaded kernel is a numba ``prange`` over partitions, each
+iteration running :func:`pimrl.learners.reference.run_lanes` (the reference's own loop over
+the shared ``update_f32``/``update_i32``/``lane_next_index``), so the tables are bit-identical
+to :func:`~pimrl.learners.reference.learn_partition` on the same partitions, with the same
+global lane numbers (partition ``p``'s lane ``t`` is lane ``p * lanes + t``) seeding the
+xorshift32 streams. The single-threaded baseline is one partition (the whole dataset in
+order, which is what ``OfflineLearner`` computes) through the same compiled kernel with
+numba's thread count set to 1. (The same kernel for both, because numba compiles the
+reference loop about 2.4 times faster as a ``prange`` body than as a plain ``njit`` call
+on this code; comparing two differently compiled loops would overstate the threads' gain.)
+
+Timing: wall clock (``time.perf_counter``) around the training kernel and the host average,
+*after* a warm-up call on a two-record slice with the same argument types, so numba's
+compilation or cache loading is excluded; so is the preparation of the record columns (the
+dataset is already in memory, as on the DPUs where the push is counted separately). With
+``repeats > 1`` the reported time is the median; every repeat starts from zero tables and
+fresh streams and yields the same tables.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.reference import check_records, columns, run_lanes
+from pimrl.partition import even_bounds, lane_bounds
+from pimrl.pim.aggregate import raw_to_float
+from pimrl.rng import lane_seeds
+
+
+@njit(parallel=True, cache=True)
+def train_partitions(state, action, reward_f, reward_x, next_state, next_action, terminated,
+                     lanes, rng, q_f, q_x, scalars, sat):
+    """Every partition in parallel (``prange``: one partition per thread when their numbers
+    match). ``lanes`` (P, T, 2), ``rng`` (P, T) uint32, ``q_f``/``q_x`` (P, S, A) (the one of
+    the other dtype may be (P, 1, 1)), ``sat`` (P,) int64 saturation counts."""
+    n_parts = lanes.shape[0]
+    is_int = scalars[1] == 1
+    for p in prange(n_parts):
+        if is_int:
+            run_lanes(state, action, reward_f, reward_x, next_state, next_action, terminated,
+                      lanes[p], rng[p], q_f[0], q_x[p], scalars, sat[p:p + 1])
+        else:
+            run_lanes(state, action, reward_f, reward_x, next_state, next_action, terminated,
+                      lanes[p], rng[p], q_f[p], q_x[0], scalars, sat[p:p + 1])
+
+
+@dataclass
+class CpuResult:
+    """Outcome of a CPU baseline run. Times are *measured* wall-clock seconds on this host."""
+
+    q: np.ndarray                  # float64 (S, A): the average of the partitions' tables
+    q_raw: np.ndarray              # (P, S, A) float32 or Q-format int32
+    seconds: float                 # median over repeats: training + host average
+    train_seconds: float           # median training part
+    aggregate_seconds: float       # median averaging part
+    repeat_seconds: list = field(default_factory=list)
+    threads: int = 1
+    partitions: int = 1
+    lanes: int = 1
+    n_updates: int = 0
+    saturations: int = 0
+
+    @property
+    def updates_per_s(self) -> float:
+        return self.n_updates / self.seconds if self.seconds > 0 else float("nan")
+
+
+def max_threads() -> int:
+    """Threads numba may use in this process (``NUMBA_NUM_THREADS``, default: the cores)."""
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+_WARM = set()
+
+
+def _prepared(records, params, partitions, lanes):
+    cols = columns(records, params)
+    part_lanes = lane_bounds(even_bounds(len(records), partitions), lanes)
+    seeds = lane_seeds(params.seed, np.arange(partitions * lanes)).reshape(partitions, lanes)
+    return cols, np.ascontiguousarray(part_lanes), seeds
+
+
+def _alloc(params, partitions, n_states, n_actions):
+    if params.dtype == "int32":
+        return (np.zeros((1, 1, 1), np.float32), np.zeros((partitions, n_states, n_actions), np.int32))
+    return (np.zeros((partitions, n_states, n_actions), np.float32), np.zeros((1, 1, 1), np.int32))
+
+
+def _warm_up(params: LearnerParams, records, n_states, n_actions):
+    """Compile (or load from numba's cache) the kernel for these argument types, untimed."""
+    key = params.dtype
+    if key in _WARM:
+        return
+    tiny = records[:2]
+    p1 = LearnerParams(**{**params.as_dict(), "epochs": 1})
+    cols, part_lanes, seeds = _prepared(tiny, p1, 1, 1)
+    q_f, q_x = _alloc(p1, 1, n_states, n_actions)
+    sat = np.zeros(1, np.int64)
+    train_partitions(*cols, part_lanes, seeds, q_f, q_x, p1.kernel_scalars(), sat)
+    _WARM.add(key)
+
+
+def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams,
+                 threads: int | None = 1, partitions: int | None = None, lanes: int = 1,
+                 repeats: int = 1, check: bool = True) -> CpuResult:
+    """Train on the host CPU and time it.
+
+    ``threads``: numba threads (1 = single-threaded; ``None`` = :func:`max_threads`). ``partitions`` defaults to
+    ``threads``; ``lanes`` splits each partition into round-robin lanes as a DPU's tasklets
+    (1 = SwiftRL's CPU version). Returns :class:`CpuResult` (measured seconds, compilation
+    excluded)."""
+    if check:
+        check_records(records, n_states, n_actions, params)
+    threads = max_threads() if threads is None else int(threads)
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1; got {threads}")
+    if threads > max_threads():
+        raise ValueError(f"{threads} threads requested; numba may use {max_threads()} here "
+                         f"(set NUMBA_NUM_THREADS to raise it)")
+    partitions = threads if partitions is None else int(partitions)
+    if partitions < 1 or lanes < 1 or repeats < 1:
+        raise ValueError("partitions, lanes and repeats must be at least 1")
+    if len(records) < partitions:
+        raise ValueError(f"{len(records)} transitions cannot feed {partitions} partitions")
+    _warm_up(params, records, n_states, n_actions)
+    cols, part_lanes, seeds = _prepared(records, params, partitions, lanes)
+    scalars = params.kernel_scalars()
+
+    times, train_t, agg_t = [], [], []
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(threads)
+        for _ in range(repeats):
+            q_f, q_x = _alloc(params, partitions, n_states, n_actions)
+            rng = seeds.copy()
+            sat = np.zeros(partitions, np.int64)
+            t0 = time.perf_counter()
+            train_partitions(*cols, part_lanes, rng, q_f, q_x, scalars, sat)
+            t1 = time.perf_counter()
+            q_raw = q_x if params.dtype == "int32" else q_f
+            q = raw_to_float(q_raw, params.dtype, params.frac_bits).mean(axis=0)
+            t2 = time.perf_counter()
+            times.append(t2 - t0)
+            train_t.append(t1 - t0)
+            agg_t.append(t2 - t1)
+    finally:
+        numba.set_num_threads(previous)
+    return CpuResult(q=q, q_raw=q_raw, seconds=float(np.median(times)),
+                     train_seconds=float(np.median(train_t)),
+                     aggregate_seconds=float(np.median(agg_t)), repeat_seconds=times,
+                     threads=threads, partitions=partitions, lanes=lanes,
+                     n_updates=len(records) * params.epochs, saturations=int(sat.sum()))

@@ -1,0 +1,368 @@
+"""The GPU baseline: the twelve variants as CUDA kernels through numba-cuda (extra ``gpu``).
+
+Parallelism: **one CUDA thread per partition**. The order of the updates inside a partition
+is sequential by definition (docs/design.md: its lanes take turns, round-robin, on one
+shared Q-table, and every update reads what the previous one wrote), so the only
+parallelism that keeps the results bit-identical to the reference is across partitions, as
+on the DPUs and in SwiftRL's threaded CPU version. A warp per partition would leave 31 of
+its 32 threads idle except during the max over the actions (4 to 6 entries here), and would
+need a warp barrier per update; one thread per partition, each with its own Q-table in
+global memory (cached in L1/L2: 64 to 3,000 entries per table), keeps every thread busy when
+there are thousands of partitions. By default the partitions are the PIM run's DPUs and the
+lanes its tasklets, with the same global lane numbers seeding the xorshift32 streams, so the
+GPU computes exactly the DPUs' tables and the comparison is of the same work.
+
+Arithmetic follows docs/design.md. FP32 uses the round-to-nearest intrinsics
+``__fmul_rn``/``__fadd_rn``/``__fsub_rn`` (libdevice), which the compiler never contracts
+into fused multiply-adds, so a real GPU also matches the reference bit for bit; INT32 is the
+saturating Q format with 64-bit products. The device code is written here independently of
+the numba CPU functions and tested against the reference learner in numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``, set before ``numba.cuda`` is imported).
+
+Timing (only on a real GPU): CUDA events around the host-to-device copies (records, lane
+streams, zero tables), the kernel, and the device-to-host copies (tables, streams,
+saturation counts), reported separately; the host average is timed with ``perf_counter``.
+A warm-up launch on a tiny input compiles the kernel first (excluded). Where no GPU is
+present nothing is timed: :func:`gpu_status` says why, and callers write "GPU: not
+measured" -- never an estimate.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.reference import check_records, columns
+from pimrl.partition import even_bounds, lane_bounds
+from pimrl.pim.aggregate import raw_to_float
+from pimrl.rng import lane_seeds
+
+#: Most lanes (tasklets) one partition may have: the size of the kernel's local arrays.
+MAX_LANES = 24
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+_KERNEL = None
+cuda = None   # numba.cuda, imported on first use (a module global: the simulator swaps it)
+
+
+def numba_cuda_installed() -> bool:
+    return importlib.util.find_spec("numba_cuda") is not None
+
+
+def simulator_enabled() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def gpu_status() -> tuple[bool, str]:
+    """(whether GPU times can be measured here, a one-line reason)."""
+    if not numba_cuda_installed():
+        return False, "numba-cuda is not installed (pip install 'pimrl[gpu]')"
+    if simulator_enabled():
+        return False, "NUMBA_ENABLE_CUDASIM=1: the CUDA simulator checks results, it has no timings"
+    try:
+        from numba import cuda
+
+        if not cuda.is_available():
+            return False, "no CUDA GPU or driver found"
+        name = cuda.get_current_device().name
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        return True, f"CUDA GPU: {name}"
+    except Exception as exc:  # driver present but unusable
+        return False, f"CUDA unavailable: {type(exc).__name__}: {exc}"
+
+
+def _build():
+    """Compile-on-first-use: the kernel needs numba.cuda, an optional dependency."""
+    global _KERNEL, cuda
+    if _KERNEL is not None:
+        return _KERNEL
+    from numba import cuda as _cuda, int64, uint32
+
+    cuda = _cuda
+
+    if simulator_enabled():
+        # The simulator runs the device code as Python on numpy float32 scalars: each
+        # operation is one IEEE float32 rounding already (libdevice has no simulator body).
+        @cuda.jit(device=True)
+        def fmul(a, b):
+            return np.float32(a * b)
+
+        @cuda.jit(device=True)
+        def fadd(a, b):
+            return np.float32(a + b)
+
+        @cuda.jit(device=True)
+        def fsub(a, b):
+            return np.float32(a - b)
+    else:
+        from numba.cuda import libdevice
+
+        @cuda.jit(device=True)
+        def fmul(a, b):
+            return libdevice.fmul_rn(a, b)
+
+        @cuda.jit(device=True)
+        def fadd(a, b):
+            return libdevice.fadd_rn(a, b)
+
+        @cuda.jit(device=True)
+        def fsub(a, b):
+            return libdevice.fsub_rn(a, b)
+
+    @cuda.jit(device=True)
+    def xorshift32(x):
+        x = np.uint32(x)
+        x ^= np.uint32(x << np.uint32(13))
+        x ^= np.uint32(x >> np.uint32(17))
+        x ^= np.uint32(x << np.uint32(5))
+        return np.uint32(x)
+
+    @cuda.jit(device=True)
+    def below(x, n):
+        return np.int64((np.uint64(x) * np.uint64(n)) >> np.uint64(32))
+
+    @cuda.jit(device=True)
+    def sat32(x):
+        """(int32 value, 1 if it saturated else 0)."""
+        if x > INT32_MAX:
+            return np.int32(INT32_MAX), 1
+        if x < INT32_MIN:
+            return np.int32(INT32_MIN), 1
+        return np.int32(x), 0
+
+    @cuda.jit(device=True)
+    def fx_mul(a, b, frac):
+        prod = np.int64(a) * np.int64(b)
+        prod = (prod + (np.int64(1) << (frac - 1))) >> frac
+        return sat32(prod)
+
+    @cuda.jit(device=True)
+    def row_max(q, p, s, n_actions):
+        m = q[p, s, 0]
+        for a in range(1, n_actions):
+            if q[p, s, a] > m:
+                m = q[p, s, a]
+        return m
+
+    @cuda.jit(device=True)
+    def bootstrap(q, p, s2, b, algo, draw, eps, st, t, n_actions):
+        """Q-learning: max over a'; SARSA: Q[s', b'] (b' logged or epsilon-greedy)."""
+        if algo == 0:
+            return row_max(q, p, s2, n_actions)
+        if not draw:
+            return q[p, s2, b]
+        st[t] = xorshift32(st[t])
+        if np.uint64(st[t]) < np.uint64(eps):
+            st[t] = xorshift32(st[t])
+            return q[p, s2, below(st[t], n_actions)]
+        return row_max(q, p, s2, n_actions)
+
+    @cuda.jit
+    def kernel(state, action, reward_f, reward_x, next_state, next_action, terminated,
+               lanes, rng, q_f, q_x, iparams, fparams, n_actions, sat_out):
+        p = cuda.grid(1)
+        if p >= lanes.shape[0]:
+            return
+        n_lanes = lanes.shape[1]
+        algo = iparams[0]
+        is_int = iparams[1] == 1
+        sampling = iparams[2]
+        stride = iparams[3]
+        epochs = iparams[4]
+        draw = iparams[5] == 1
+        eps = iparams[6]
+        frac = iparams[7]
+        alpha_x = np.int32(iparams[10])
+        gamma_x = np.int32(iparams[11])
+        alpha_f = fparams[0]
+        gamma_f = fparams[1]
+        cursor = cuda.local.array(MAX_LANES, int64)
+        offset = cuda.local.array(MAX_LANES, int64)
+        st = cuda.local.array(MAX_LANES, uint32)
+        longest = 0
+        for t in range(n_lanes):
+            st[t] = rng[p, t]
+            n = lanes[p, t, 1] - lanes[p, t, 0]
+            if n > longest:
+                longest = n
+        nsat = 0
+        for _ in range(epochs):
+            for t in range(n_lanes):
+                cursor[t] = lanes[p, t, 0]
+                offset[t] = 0
+            for i in range(longest):
+                for t in range(n_lanes):
+                    start = lanes[p, t, 0]
+                    end = lanes[p, t, 1]
+                    if i >= end - start:
+                        continue
+                    # The lane's next record (SEQ, STR or RAN; docs/design.md).
+                    if sampling == 2:
+                        st[t] = xorshift32(st[t])
+                        j = start + below(st[t], end - start)
+                    else:
+                        j = cursor[t]
+                        if sampling == 0:
+                            cursor[t] = j + 1
+                        else:
+                            nxt = j + stride
+                            while nxt >= end:
+                                offset[t] += 1
+                                nxt = start + offset[t]
+                                if offset[t] >= stride:
+                                    break
+                            cursor[t] = nxt
+                    s = state[j]
+                    a = action[j]
+                    term = terminated[j] != 0
+                    if is_int:
+                        if term:
+                            target = reward_x[j]
+                        else:
+                            m = bootstrap(q_x, p, next_state[j], next_action[j], algo, draw,
+                                          eps, st, t, n_actions)
+                            g, f1 = fx_mul(gamma_x, m, frac)
+                            target, f2 = sat32(np.int64(reward_x[j]) + np.int64(g))
+                            nsat += f1 + f2
+                        cur = q_x[p, s, a]
+                        td, f3 = sat32(np.int64(target) - np.int64(cur))
+                        inc, f4 = fx_mul(alpha_x, td, frac)
+                        new, f5 = sat32(np.int64(cur) + np.int64(inc))
+                        q_x[p, s, a] = new
+                        nsat += f3 + f4 + f5
+                    else:
+                        if term:
+                            target_f = reward_f[j]
+                        else:
+                            mf = bootstrap(q_f, p, next_state[j], next_action[j], algo, draw,
+                                           eps, st, t, n_actions)
+                            target_f = fadd(reward_f[j], fmul(gamma_f, mf))
+                        cur_f = q_f[p, s, a]
+                        td_f = fsub(target_f, cur_f)
+                        q_f[p, s, a] = fadd(cur_f, fmul(alpha_f, td_f))
+        for t in range(n_lanes):
+            rng[p, t] = st[t]
+        sat_out[p] = nsat
+
+    _KERNEL = kernel
+    return kernel
+
+
+@dataclass
+class GpuResult:
+    """Outcome of a GPU run. ``measured`` is False in the simulator: its times are not
+    GPU times and must not be reported."""
+
+    q: np.ndarray                 # float64 (S, A): average of the partitions' tables
+    q_raw: np.ndarray             # (P, S, A) float32 or Q-format int32
+    rng: np.ndarray               # (P, T) lane streams after the run
+    saturations: int
+    partitions: int
+    lanes: int
+    n_updates: int
+    measured: bool
+    device: str
+    h2d_seconds: float = float("nan")       # CUDA events, median over repeats
+    kernel_seconds: float = float("nan")
+    d2h_seconds: float = float("nan")
+    aggregate_seconds: float = float("nan")  # host average, perf_counter
+    repeat_seconds: list = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return self.h2d_seconds + self.kernel_seconds + self.d2h_seconds + self.aggregate_seconds
+
+    @property
+    def updates_per_s(self) -> float:
+        return self.n_updates / self.seconds if self.seconds > 0 else float("nan")
+
+
+_WARM = set()
+
+
+def _launch(cols, part_lanes, seeds, params, n_states, n_actions, tpb, timed):
+    from numba import cuda
+
+    kernel = _build()
+    P = part_lanes.shape[0]
+    shape = (P, n_states, n_actions)
+    is_int = params.dtype == "int32"
+    q_f = np.zeros((1, 1, 1) if is_int else shape, np.float32)
+    q_x = np.zeros(shape if is_int else (1, 1, 1), np.int32)
+    iparams = params.kernel_scalars()
+    fparams = np.array([params.alpha, params.gamma], dtype=np.float32)
+    sat = np.zeros(P, np.int64)
+    ev = [cuda.event(timing=True) for _ in range(4)] if timed else None
+    if timed:
+        ev[0].record()
+    d_cols = [cuda.to_device(c) for c in cols]
+    d_lanes = cuda.to_device(part_lanes)
+    d_rng = cuda.to_device(seeds)
+    d_qf = cuda.to_device(q_f)
+    d_qx = cuda.to_device(q_x)
+    d_ip = cuda.to_device(iparams)
+    d_fp = cuda.to_device(fparams)
+    d_sat = cuda.to_device(sat)
+    if timed:
+        ev[1].record()
+    blocks = (P + tpb - 1) // tpb
+    kernel[blocks, tpb](*d_cols, d_lanes, d_rng, d_qf, d_qx, d_ip, d_fp, np.int64(n_actions), d_sat)
+    if timed:
+        ev[2].record()
+    q_raw = (d_qx if is_int else d_qf).copy_to_host()
+    rng = d_rng.copy_to_host()
+    sat = d_sat.copy_to_host()
+    times = (0.0, 0.0, 0.0)
+    if timed:
+        ev[3].record()
+        ev[3].synchronize()
+        times = tuple(cuda.event_elapsed_time(ev[k], ev[k + 1]) / 1e3 for k in range(3))
+    else:
+        cuda.synchronize()
+    return q_raw, rng, int(sat.sum()), times
+
+
+def gpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams,
+                 partitions: int, lanes: int = 1, threads_per_block: int = 64, repeats: int = 1,
+                 check: bool = True) -> GpuResult:
+    """Train ``partitions`` partitions of ``lanes`` lanes each on the GPU (or in the CUDA
+    simulator), average their tables on the host and, on a real GPU, time it."""
+    if not numba_cuda_installed():
+        raise RuntimeError("the GPU baseline needs numba-cuda: pip install 'pimrl[gpu]'")
+    if check:
+        check_records(records, n_states, n_actions, params)
+    if not 1 <= lanes <= MAX_LANES:
+        raise ValueError(f"lanes must lie in [1, {MAX_LANES}]; got {lanes}")
+    if partitions < 1 or len(records) < partitions:
+        raise ValueError(f"{len(records)} transitions cannot feed {partitions} partitions")
+    measurable, device = gpu_status()
+    sim = simulator_enabled()
+    if not measurable and not sim:
+        raise RuntimeError(f"GPU: not measured ({device})")
+    cols = columns(records, params)
+    part_lanes = np.ascontiguousarray(lane_bounds(even_bounds(len(records), partitions), lanes))
+    seeds = lane_seeds(params.seed, np.arange(partitions * lanes)).reshape(partitions, lanes)
+    if measurable and params.dtype not in _WARM:
+        tiny = LearnerParams(**{**params.as_dict(), "epochs": 1})
+        _launch(columns(records[:2], tiny), np.array([[[0, 1]]], np.int64), seeds[:1, :1].copy(),
+                tiny, n_states, n_actions, threads_per_block, False)
+        _WARM.add(params.dtype)
+    parts = []
+    for _ in range(repeats if measurable else 1):
+        q_raw, rng, sat, (h2d, kern, d2h) = _launch(cols, part_lanes, seeds.copy(), params,
+                                                    n_states, n_actions, threads_per_block,
+                                                    measurable)
+        t0 = time.perf_counter()
+        q = raw_to_float(q_raw, params.dtype, params.frac_bits).mean(axis=0)
+        parts.append((h2d, kern, d2h, time.perf_counter() - t0))
+    med = np.median(np.array(parts), axis=0) if measurable else [float("nan")] * 4
+    return GpuResult(q=q, q_raw=q_raw, rng=rng, saturations=sat, partitions=partitions,
+                     lanes=lanes, n_updates=len(records) * params.epochs, measured=measurable,
+                     device=device, h2d_seconds=float(med[0]), kernel_seconds=float(med[1]),
+                     d2h_seconds=float(med[2]), aggregate_seconds=float(med[3]),
+                     repeat_seconds=[float(sum(x)) for x in parts] if measurable else [])

@@ -1,0 +1,107 @@
+"""``pimrl scale | plot | demo``: the study, its figures, and a reduced study in one go."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+#: The demo config shipped with the repository (experiments/demo.toml).
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = REPO_ROOT / "experiments" / "demo.toml"
+
+
+def _scale(config, out, as_json: bool, progress: bool = True) -> int:
+    from pimrl.cli import UserError
+    from pimrl.experiments.config import ConfigError
+    from pimrl.experiments.runner import SweepInterrupted, run_scale
+
+    if not Path(config).exists():
+        raise UserError(f"{config}: no such config file")
+    try:
+        report = run_scale(config, out, progress=progress)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    except (SweepInterrupted, KeyboardInterrupt) as exc:
+        print(f"\npimrl scale: interrupted ({exc or 'Ctrl-C'}); finished rows are saved in "
+              f"{Path(out) / 'results.csv'}. Run the same command again to resume.",
+              file=sys.stderr)
+        return 130
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(f"{report.total_rows} rows in {report.files['results']} ({report.computed_rows} "
+              f"computed, {report.reused_rows} resumed) in {report.wall_s:.1f} s; "
+              f"meta: {report.files['meta']}")
+        print(f"GPU: {report.gpu_status}")
+    return 0
+
+
+def _cmd_scale(args) -> int:
+    return _scale(args.config, args.out, args.json, progress=not args.no_progress)
+
+
+def _cmd_plot(args) -> int:
+    from pimrl.experiments.plots import plot_results
+
+    written = plot_results(args.dir)
+    if args.json:
+        print(json.dumps({"files": written}, indent=2))
+    else:
+        print(f"wrote {len(written)} files under {Path(args.dir) / 'figures'}:")
+        for p in written:
+            print(f"  {p}")
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from pimrl.cli import UserError
+    from pimrl.experiments.plots import plot_results
+
+    config = Path(args.config) if args.config else DEMO_CONFIG
+    if not config.exists():
+        raise UserError(f"{config}: demo config not found (run from a pimrl checkout, or pass "
+                        f"--config experiments/demo.toml)")
+    t0 = time.perf_counter()
+    rc = _scale(str(config), args.out, False)
+    if rc:
+        return rc
+    written = plot_results(args.out)
+    pngs = [p for p in written if p.endswith(".png")]
+    print(f"\ndemo done in {time.perf_counter() - t0:.0f} s. Figures (PNG; SVG beside them):")
+    for p in pngs:
+        print(f"  {p}")
+    summary = Path(args.out) / "summary.md"
+    if summary.exists():
+        print(f"summary table: {summary}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "scale", help="run a study's strong/weak scaling sweeps (PIM, CPU and GPU baselines)",
+        description="Run the sweeps of a study config (TOML; see experiments/swiftrl.toml) into "
+        "DIR/results.csv (one row a run) and DIR/meta.json. Rows are written atomically as they "
+        "finish; rerunning the same command resumes, computing only missing rows. PIM times are "
+        "modelled, CPU/GPU times measured (column names say which).")
+    p.add_argument("config", help="study config, TOML")
+    p.add_argument("--out", required=True, help="results directory")
+    p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=_cmd_scale)
+
+    p = subparsers.add_parser(
+        "plot", help="draw the figures and summary table of a `pimrl scale` results directory",
+        description="Write DIR/figures/*.png and *.svg (scaling, time breakdown, PIM vs CPU/GPU, "
+        "policy quality) and DIR/summary.md from DIR/results.csv.")
+    p.add_argument("dir", help="results directory of pimrl scale")
+    p.add_argument("--json", action="store_true", help="print the written files as JSON")
+    p.set_defaults(func=_cmd_plot)
+
+    p = subparsers.add_parser(
+        "demo", help="run the reduced SwiftRL study (experiments/demo.toml) and plot it",
+        description="pimrl scale experiments/demo.toml --out OUT, then pimrl plot OUT; prints "
+        "where the figures are. A few minutes on 2 cores.")
+    p.add_argument("--out", default="out/demo", help="results directory (default out/demo)")
+    p.add_argument("--config", default=None, help=f"study config (default {DEMO_CONFIG})")
+    p.set_defaults(func=_cmd_demo)
