@@ -373,6 +373,8 @@ def test_outside_programs_build_with_their_makefiles_and_pass(name, tmp_path):
     shutil.copytree(OUTSIDE / name, work, ignore=shutil.ignore_patterns("bin"))
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("PYTHONPATH", None)
+    for var in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):      # run as a user would, not as a sub-make
+        env.pop(var, None)
     build = subprocess.run(["make", "all"], cwd=work, env=env, capture_output=True, text=True,
                            timeout=600)
     assert build.returncode == 0, build.stdout + build.stderr
