@@ -25,7 +25,8 @@ struct dpu_program_t {
 void _pimrl_set_message(const char *message);
 void _pimrl_mark_ready(void);
 
-/* Implemented by the Python side (cffi embedding API). */
+/* Implemented by the Python side (cffi embedding API); pimrl/shim/build.py reads this
+   block, from this line to the next empty line, as the embedding API. */
 int _pimrl_py_start(void);
 int _pimrl_py_alloc(uint32_t count, const char *profile, int by_ranks, struct dpu_set_t *out);
 int _pimrl_py_free(const struct dpu_set_t *set);

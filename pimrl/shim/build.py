@@ -41,28 +41,16 @@ void _pimrl_set_message(const char *message);
 void _pimrl_mark_ready(void);
 """
 
-# Functions Python implements (host/src/shim_internal.h).
-EMBEDDING_API = """
-int _pimrl_py_start(void);
-int _pimrl_py_alloc(uint32_t count, const char *profile, int by_ranks, struct dpu_set_t *out);
-int _pimrl_py_free(const struct dpu_set_t *set);
-int _pimrl_py_count(const struct dpu_set_t *set, int ranks, uint32_t *out);
-int _pimrl_py_member(const struct dpu_set_t *set, int ranks, uint32_t index, struct dpu_set_t *out);
-int _pimrl_py_load(const struct dpu_set_t *set, const char *path, struct dpu_program_t **program);
-int _pimrl_py_get_symbol(struct dpu_program_t *program, const char *name, struct dpu_symbol_t *symbol);
-int _pimrl_py_launch(const struct dpu_set_t *set, int policy);
-int _pimrl_py_status(const struct dpu_set_t *set, int *done, int *fault);
-int _pimrl_py_sync(const struct dpu_set_t *set);
-int _pimrl_py_copy(const struct dpu_set_t *set, int op, const char *name,
-                   const struct dpu_symbol_t *symbol, uint32_t offset, void *buffer,
-                   size_t length, int flags);
-int _pimrl_py_prepare(const struct dpu_set_t *set, void *buffer);
-int _pimrl_py_push(const struct dpu_set_t *set, int xfer, const char *name,
-                   const struct dpu_symbol_t *symbol, uint32_t offset, size_t length, int flags);
-int _pimrl_py_log(const struct dpu_set_t *set, char **text, size_t *length);
-int _pimrl_py_phase(const struct dpu_set_t *set, const char *category);
-int _pimrl_py_modelled(const struct dpu_set_t *set, const char *category, double *seconds);
-"""
+EMBEDDING_MARKER = "/* Implemented by the Python side (cffi embedding API)"
+
+
+def embedding_api() -> str:
+    """The functions Python implements: declared once, in host/src/shim_internal.h."""
+    text = (HOST / "src" / "shim_internal.h").read_text()
+    start = text.index(EMBEDDING_MARKER)
+    block = text[text.index("*/", start) + 2:]
+    return block[:block.index("\n\n")].strip() + "\n"
+
 
 INIT_CODE = """
 import sys
@@ -134,7 +122,7 @@ def _ffi(sanitize: str | None):
 
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
-    ffi.embedding_api(EMBEDDING_API)
+    ffi.embedding_api(embedding_api())
     compile_args = ["-O2", "-g", "-Wall"]
     link_args = []
     libdir = sysconfig.get_config_var("LIBDIR")
