@@ -423,3 +423,21 @@ def test_train_cli_runs_the_c_kernel(capsys):
     assert tables["c"]["n_updates"] == tables["numba"]["n_updates"] == 5000
     c_kernel, numba_kernel = (tables[k]["modelled_s"]["dpu_kernel"] for k in ("c", "numba"))
     assert abs(c_kernel / numba_kernel - 1) < 0.15
+
+
+def test_overrunning_the_last_global_faults_the_dpu(dpu_sim, tmp_path):
+    """A kernel writing past its last WRAM global gets a DPU fault, not a dead host."""
+    src = tmp_path / "over.c"
+    src.write_text("#include <defs.h>\n#include <stdint.h>\n__host uint64_t buf[4];\n"
+                   "__host uint64_t n;\nint main(void) { if (me() == 0) for (uint64_t i = 0; "
+                   "i < n; i++) buf[i] = i; return 0; }\n")
+    sim = dpu_sim(src, nr_dpus=2, nr_tasklets=2)
+    sim.write("n", np.uint64(4))
+    sim.launch()
+    sim.write("n", np.uint64(5000))
+    with pytest.raises(DpuError) as exc:
+        sim.launch()
+    assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT
+    assert "past the end of the program's WRAM globals" in str(exc.value)
+    sim.write("n", np.uint64(4))
+    sim.launch()                                  # the DPU runs again afterwards

@@ -140,6 +140,8 @@ struct rt {
 };
 
 static struct rt S STATE;
+/* Made inaccessible at setup (see dpurt.ld): overrunning the image faults here. */
+static uint8_t guard_page[4096] __attribute__((section("dpurt_guard"), aligned(4096), used));
 uint32_t __dpurt_mram_heap_addr STATE = MRAM_BASE;
 uint32_t __dpurt_clocks_per_sec STATE = 350000000u;
 
@@ -672,10 +674,15 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
             S.res->fault_tasklet = S.cur;
             uintptr_t a = (uintptr_t)info->si_addr;
             uintptr_t lo = (uintptr_t)S.t[S.cur].stack - 4096, hi = lo + 4096;
+            uintptr_t g = (uintptr_t)guard_page;
             if (sig == SIGSEGV && a >= lo && a < hi)
                 snprintf(S.res->fault_reason, sizeof S.res->fault_reason,
                          "stack overflow of tasklet %d (host stack of %zu B)", S.cur,
                          S.t[S.cur].stack_size);
+            else if (sig == SIGSEGV && a >= g && a < g + sizeof guard_page)
+                snprintf(S.res->fault_reason, sizeof S.res->fault_reason,
+                         "access past the end of the program's WRAM globals (address %p)",
+                         info->si_addr);
             else
                 snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "%s at address %p",
                          what, info->si_addr);
@@ -743,6 +750,8 @@ EXPORT int dpurt_setup(const struct dpurt_config *cfg, uint32_t mram_heap_addr)
         return -1;
     size_t old_stack = S.ready ? S.t[0].stack_size : 0;
     S.cfg = *cfg;
+    if (!S.ready && mprotect(guard_page, sizeof guard_page, PROT_NONE) != 0)
+        return -4;
     __dpurt_mram_heap_addr = mram_heap_addr;
     __dpurt_clocks_per_sec = (uint32_t)cfg->frequency_hz;
     if (!S.heap) {
