@@ -121,6 +121,8 @@ class _Copy:
                                       dtype=np.uint8).copy()
         self.bb_accum = np.zeros(max(program.n_bb, 1), dtype=np.uint64)
         self.hw_key = None
+        # One launch at a time per copy: its globals are swapped per DPU while it runs.
+        self.busy = threading.Lock()
 
     def setup(self, program: "DpuRtProgram", hw, costs: np.ndarray):
         cfg = _Config()
@@ -280,7 +282,8 @@ class DpuRtProgram(DpuProgram):
             if c is None:
                 c = self._copies[w] = _Copy(self, w)
             if c.hw_key != repr(hw):
-                c.setup(self, hw, self.block_costs(hw))
+                with c.busy:                    # not while another launch runs on it
+                    c.setup(self, hw, self.block_costs(hw))
             return c
 
     def initial_data(self, alloc, slots) -> None:
@@ -305,7 +308,8 @@ class DpuRtProgram(DpuProgram):
         launch.pool = alloc.mram.pool.ctypes.data
         launch.pool_rows = alloc.mram.pool.shape[0]
         launch.results = ctypes.addressof(results)
-        rc = c.lib.dpurt_run(ctypes.byref(launch))
+        with c.busy:
+            rc = c.lib.dpurt_run(ctypes.byref(launch))
         if rc != 0:
             raise fail("INTERNAL", f"DPU runtime refused to run ({rc})")
         return results
