@@ -191,6 +191,45 @@ def test_config_errors(tmp_path, capsys):
         load_config(bad)
 
 
+SWEEP = '[[sweep]]\nname="s"\nenvs=["Taxi-v3"]\ndpus=[2]\ntransitions=10\n'
+
+
+@pytest.mark.parametrize("body,message", [
+    ('[study]\nhardwre="upmem-640"\n' + SWEEP, "unknown [study] key(s) ['hardwre']"),
+    ('[data]\nfoo=1\n' + SWEEP, "unknown [data] key(s) ['foo']"),
+    ('[study]\nhardware="nope"\n' + SWEEP, "study.hardware 'nope'"),
+    (SWEEP.replace('dpus=[2]', 'dpus=["x"]'), "`dpus` must be integers"),
+    (SWEEP.replace('Taxi-v3', 'Nope-v0'), "envs: unknown environment"),
+    (SWEEP + 'tasklets=[40]\n', "tasklets must lie in [1, 24]"),
+    (SWEEP.replace('transitions=10', 'transitions="10"'), "`transitions` must be a positive integer"),
+])
+def test_config_errors_name_the_file_and_key(tmp_path, body, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(body)
+    with pytest.raises(ConfigError) as exc:
+        load_config(bad)
+    assert message in str(exc.value) and str(bad) in str(exc.value)
+
+
+def test_rows_of_another_config_move_out_and_accumulate(tiny, tmp_path):
+    """Resuming with a smaller config moves the extra rows out of results.csv at once, and
+    results.dropped.csv keeps rows dropped by every session."""
+    out = tmp_path / "o"
+    run_scale(tiny, out, progress=False)
+    n_all = len(_rows(out))
+    smaller = tmp_path / "smaller.toml"
+    smaller.write_text(TINY.split("[[sweep]]\nname = \"weak\"")[0])
+    run_scale(smaller, out, progress=False)
+    first = len(read_results(out / "results.dropped.csv"))
+    assert first == n_all - len(_rows(out)) > 0
+    smallest = tmp_path / "smallest.toml"
+    smallest.write_text(TINY.split("[[sweep]]\nname = \"weak\"")[0].replace(
+        '"CliffWalking-v1"', '').replace('["FrozenLake-v1", ]', '["FrozenLake-v1"]'))
+    report = run_scale(smallest, out, progress=False)
+    assert report.computed_rows == 0
+    assert len(read_results(out / "results.dropped.csv")) == n_all - len(_rows(out)) > first
+
+
 def test_shipped_configs_parse():
     root = Path(__file__).resolve().parents[1] / "experiments"
     study = load_config(root / "swiftrl.toml")

@@ -99,6 +99,16 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         raise ConfigError(f"{where}: unknown table(s) {sorted(unknown)}; expected study, learner, "
                           f"data, baselines, sweep")
     study = {"name": Path(path).stem, "seed": 0, "hardware": "auto", **raw.get("study", {})}
+    bad = set(study) - {"name", "seed", "hardware"}
+    if bad:
+        raise ConfigError(f"{where}: unknown [study] key(s) {sorted(bad)}; known: hardware, "
+                          f"name, seed")
+    if study["hardware"] != "auto":
+        from pimrl.pim.hardware import PRESETS
+
+        if study["hardware"] not in PRESETS:
+            raise ConfigError(f"{where}: study.hardware {study['hardware']!r} is not auto or a "
+                              f"preset ({', '.join(PRESETS)})")
     if not isinstance(study["seed"], int) or study["seed"] < 0:
         raise ConfigError(f"{where}: study.seed must be a non-negative integer")
     learner = {**DEFAULT_LEARNER, **raw.get("learner", {})}
@@ -106,6 +116,12 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
     if bad:
         raise ConfigError(f"{where}: unknown [learner] key(s) {sorted(bad)}; known: {LEARNER_KEYS}")
     data = {"policy": "uniform", **raw.get("data", {})}
+    bad = set(data) - {"policy"}
+    if bad:
+        raise ConfigError(f"{where}: unknown [data] key(s) {sorted(bad)}; known: policy")
+    if data["policy"] != "uniform":
+        raise ConfigError(f"{where}: data.policy {data['policy']!r}: studies generate "
+                          f"uniformly random data (policy = \"uniform\")")
     baselines = {**DEFAULT_BASELINES, **raw.get("baselines", {})}
     bad = set(baselines) - set(DEFAULT_BASELINES)
     if bad:
@@ -135,12 +151,27 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         for key in ("envs", "dpus"):
             if key not in sw:
                 raise ConfigError(f"{w}: missing `{key}`")
+        def ints(key, default=None):
+            values = _as_list(sw.get(key, default), key, w)
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                raise ConfigError(f"{w}: `{key}` must be integers, got {values!r}")
+            return values
+
         s = {"name": name, "kind": kind,
              "envs": _as_list(sw["envs"], "envs", w),
-             "dpus": [int(d) for d in _as_list(sw["dpus"], "dpus", w)],
-             "tasklets": [int(t) for t in _as_list(sw.get("tasklets", 16), "tasklets", w)],
+             "dpus": ints("dpus"),
+             "tasklets": ints("tasklets", 16),
              "aggregators": [str(a) for a in _as_list(sw.get("aggregators", "mean"), "aggregators", w)],
              "learner": {**learner, **{k: sw[k] for k in LEARNER_KEYS if k in sw}}}
+        from pimrl.envs import make
+
+        for env_id in s["envs"]:
+            try:
+                make(str(env_id))
+            except ValueError as exc:
+                raise ConfigError(f"{w}: envs: {exc}") from None
+        if any(not 1 <= t <= 24 for t in s["tasklets"]):
+            raise ConfigError(f"{w}: tasklets must lie in [1, 24], got {s['tasklets']}")
         try:
             s["variants"] = expand_variants(sw.get("variants", "all"))
             for a in s["aggregators"]:
@@ -150,10 +181,10 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
             LearnerParams(**s["learner"])
         except ValueError as exc:
             raise ConfigError(f"{w}: {exc}") from None
-        if kind == "strong":
-            s["transitions"] = int(sw["transitions"])
-        else:
-            s["transitions_per_dpu"] = int(sw["transitions_per_dpu"])
+        key = "transitions" if kind == "strong" else "transitions_per_dpu"
+        if not isinstance(sw[key], int) or isinstance(sw[key], bool) or sw[key] < 1:
+            raise ConfigError(f"{w}: `{key}` must be a positive integer, got {sw[key]!r}")
+        s[key] = sw[key]
         if any(d < 1 for d in s["dpus"]):
             raise ConfigError(f"{w}: DPU counts must be positive")
         out.append(s)

@@ -56,7 +56,10 @@ GPU_COLUMNS = tuple(c for c in RESULT_COLUMNS if c.startswith("gpu_"))
 COLUMN_NOTES = {
     "_modelled_s": "seconds, modelled by pimrl's UPMEM cost model (not measured)",
     "_measured_s": "seconds, measured on the machine in meta.json (wall clock for the CPU, "
-                   "CUDA events for GPU transfers and kernel); compilation excluded",
+                   "CUDA events for GPU transfers and kernel); compilation excluded, except in "
+                   "pim_simulation_wall_measured_s",
+    "pim_simulation_wall_measured_s": "wall clock of the simulator itself (not a PIM time); "
+                                      "the first row of a session includes numba compilation",
     "pim_updates_per_s_modelled": "Q-updates per modelled second of the whole PIM run",
     "_updates_per_s_measured": "Q-updates per measured second",
     "success_rate": "exact probability that the aggregated greedy policy reaches the goal",
@@ -293,9 +296,12 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
         else:
             dropped.append(row)
     if dropped:
-        write_csv_atomic(out / "results.dropped.csv", dropped)
+        # Keep every row ever dropped (earlier sessions' too), then take them out of the CSV.
+        dropped_path = out / "results.dropped.csv"
+        write_csv_atomic(dropped_path, read_results(dropped_path) + dropped)
+        write_csv_atomic(csv_path, [previous[k] for k in keys if k in previous])
         print(f"pimrl scale: {len(dropped)} row(s) of {csv_path} are not in this config; moved "
-              f"to results.dropped.csv", file=sys.stderr)
+              f"to {dropped_path.name}", file=sys.stderr)
 
     from pimrl.baselines import gpu as gpu_mod
 
@@ -364,6 +370,11 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
     except (SweepInterrupted, KeyboardInterrupt):
         report.interrupted = True
         session.update(status="interrupted", rows_computed=computed,
+                       wall_s=round(time.perf_counter() - t_start, 3))
+        write_atomic(meta_path, json.dumps(meta, indent=2, default=str) + "\n")
+        raise
+    except Exception as exc:
+        session.update(status="failed", error=str(exc), rows_computed=computed,
                        wall_s=round(time.perf_counter() - t_start, 3))
         write_atomic(meta_path, json.dumps(meta, indent=2, default=str) + "\n")
         raise
