@@ -221,7 +221,7 @@ def plot_baselines(rows, figdir, written):
         ax.grid(True, axis="y", which="both", alpha=0.3)
         if i == 0:
             ax.legend(fontsize=8, ncol=3 if has_gpu else 2, loc="upper left")
-    gpu_note = "" if has_gpu else "; GPU: not measured (no CUDA GPU on the machine in meta.json)"
+    gpu_note = "" if has_gpu else "; GPU: not measured (see gpu_status in results.csv)"
     fig.suptitle(f"PIM (modelled) against CPU and GPU (measured), sweep '{sweep}', aggregator "
                  f"{agg}, {tasklets} tasklets{gpu_note}", fontsize=10)
     fig.tight_layout()
@@ -307,8 +307,8 @@ def plot_tasklets(rows, sweep, figdir, written):
         if j == 0:
             ax.legend(fontsize=7)
     fig.suptitle(f"DPU kernel time against tasklets, sweep '{sweep}' ({sr[0]['n_transitions']} "
-                 f"transitions, {sr[0]['epochs']} epochs, aggregator {agg}); the pipeline fills "
-                 f"at 11 tasklets", fontsize=10)
+                 f"transitions, {sr[0]['epochs']} epochs, aggregator {agg}, hardware "
+                 f"{sr[0]['hardware']})", fontsize=10)
     fig.tight_layout()
     _save(fig, figdir, f"tasklets_{sweep}", written)
     plt.close(fig)
