@@ -53,7 +53,7 @@ variants = ["q-fp32-seq"]
 tasklets = [1, 4]
 """
 N_ROWS = 2 * 2 * 2 * 3 + 3 + 2
-DETERMINISTIC = [c for c in COLUMNS if "measured" not in c and c != "finished_at"]
+DETERMINISTIC = [c for c in COLUMNS if "measured" not in c and c not in ("finished_at", "session")]
 
 
 @pytest.fixture()
@@ -150,6 +150,10 @@ def test_interrupt_then_resume_recomputes_nothing(tiny, tmp_path):
     assert [r["row_key"] for r in final] == [r["row_key"] for r in ref]
     for a, b in zip(final, ref):                        # same results as an uninterrupted run
         assert {c: a[c] for c in DETERMINISTIC} == {c: b[c] for c in DETERMINISTIC}
+    # Each row names the session that computed it, and each session its machine.
+    assert {r["session"] for r in final} == {"0", "1"}
+    sessions = json.loads((part / "meta.json").read_text())["sessions"]
+    assert all("machine" in s and "versions" in s for s in sessions)
 
     # A third run finds nothing to do.
     rep = run_scale(tiny, part, progress=False)

@@ -49,7 +49,7 @@ RESULT_COLUMNS = (
     "gpu_d2h_measured_s", "gpu_aggregate_measured_s", "gpu_total_measured_s",
     "gpu_updates_per_s_measured", "gpu_success_rate", "gpu_mean_return",
 )
-COLUMNS = ("row_key",) + PARAM_COLUMNS + RESULT_COLUMNS + ("finished_at",)
+COLUMNS = ("row_key",) + PARAM_COLUMNS + RESULT_COLUMNS + ("finished_at", "session")
 CPU_COLUMNS = tuple(c for c in RESULT_COLUMNS if c.startswith("cpu_"))
 GPU_COLUMNS = tuple(c for c in RESULT_COLUMNS if c.startswith("gpu_"))
 
@@ -68,6 +68,7 @@ COLUMN_NOTES = {
     "cpu_1t": "CPU baseline, 1 thread, one partition (the whole dataset in order)",
     "cpu_mt": "CPU baseline, cpu_threads threads, cpu_partitions partitions averaged",
     "gpu_status": "'measured: <device>' or 'not measured: <reason>' (no figure is invented)",
+    "session": "index in meta.json's sessions of the run that computed the row (its machine)",
 }
 
 
@@ -331,7 +332,11 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
         "columns": {"order": list(COLUMNS), "notes": COLUMN_NOTES},
         "n_rows_planned": len(runs),
     })
+    # Each session keeps its own machine and versions: rows name their session, so measured
+    # times of a resumed sweep stay tied to the machine that measured them.
+    session.update(machine=meta["machine"], versions=meta["versions"])
     meta.setdefault("sessions", []).append(session)
+    session_index = len(meta["sessions"]) - 1
     write_atomic(meta_path, json.dumps(meta, indent=2, default=str) + "\n")
     if not gpu_ok:
         print(f"GPU: {gpu_status}", file=sys.stderr)
@@ -342,7 +347,9 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
     for k, row in previous.items():
         run = run_of[k]
         if row.get("cpu_1t_measured_s"):
-            cpu_memo.setdefault(_cpu_key(run, threads), {c: row[c] for c in CPU_COLUMNS})
+            # Only a measurement with the thread count of this session stands for it.
+            cpu_memo.setdefault(_cpu_key(run, int(row["cpu_threads"] or 0)),
+                                {c: row[c] for c in CPU_COLUMNS})
         if row.get("gpu_partitions"):
             gpu_memo.setdefault(_gpu_key(run, row["gpu_partitions"], row["gpu_lanes"]),
                                 {c: row[c] for c in GPU_COLUMNS})
@@ -357,6 +364,7 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
                 continue
             row = _compute_row(run, k, data, cfg, threads, gpu_ok, gpu_status, cpu_memo,
                                gpu_memo, report)
+            row["session"] = session_index
             rows[k] = row
             computed += 1
             report.computed_rows = computed
