@@ -246,3 +246,15 @@ def test_shipped_configs_parse():
     assert all(r["hardware"] == "upmem-2556" for r in runs)
     assert len(expand_runs(load_config(root / "demo.toml"))) < len(runs)
     assert np.all([len(run_key(r)) == 16 for r in runs])
+
+
+def test_turning_the_cpu_baseline_on_fills_it_on_resume(tiny, tmp_path):
+    out = tmp_path / "o"
+    off = tmp_path / "off.toml"
+    off.write_text(TINY.replace('cpu_threads = "all"', 'cpu_threads = "all"\ncpu = false'))
+    run_scale(off, out, progress=False)
+    assert all(r["cpu_1t_measured_s"] == "" for r in _rows(out))
+    rep = run_scale(tiny, out, progress=False)
+    assert rep.computed_rows == N_ROWS and rep.cpu_runs > 0
+    assert all(r["cpu_1t_measured_s"] != "" for r in _rows(out))
+    assert run_scale(tiny, out, progress=False).computed_rows == 0

@@ -310,6 +310,12 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
     gpu_ok, gpu_reason = gpu_mod.gpu_status() if bl["gpu"] else (False, "disabled in the config")
     gpu_status = f"measured: {gpu_reason}" if gpu_ok else f"not measured: {gpu_reason}"
     threads = _resolve_threads(bl["cpu_threads"])
+    # A finished row lacking a baseline this config asks for (and can measure) is not
+    # finished: it is computed again, its memoised parts reused.
+    incomplete = [k for k, row in previous.items()
+                  if (bl["cpu"] and not row.get("cpu_1t_measured_s"))
+                  or (gpu_ok and not row.get("gpu_total_measured_s"))]
+    stale = {k: previous.pop(k) for k in incomplete}
     report = ScaleReport(str(out), len(runs), reused_rows=len(previous), gpu_status=gpu_status,
                          dropped_rows=len(dropped),
                          files={"results": str(csv_path), "meta": str(meta_path)})
@@ -344,7 +350,7 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
     # Baseline results already in the file are reused, not recomputed.
     cpu_memo, gpu_memo = {}, {}
     run_of = dict(zip(keys, runs))
-    for k, row in previous.items():
+    for k, row in list(previous.items()) + list(stale.items()):
         run = run_of[k]
         if row.get("cpu_1t_measured_s"):
             # Only a measurement with the thread count of this session stands for it.
