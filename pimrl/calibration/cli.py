@@ -64,7 +64,8 @@ def cmd_sensitivity(args) -> int:
     else:
         st = result["study"]
         print(f"SwiftRL study: {st['env']}, {st['transitions']:,} transitions, {st['epochs']} "
-              f"epoch(s), {st['tasklets']} tasklets, DPUs {st['dpus'][0]} and {st['dpus'][1]}\n")
+              f"epoch(s), {st['tasklets']} tasklets, DPUs {st['dpus'][0]} and {st['dpus'][1]}; every "
+              f"time below is modelled by pimrl's cost model\n")
         print(format_baseline(result))
         print(f"\nEach parameter x(1 +- {st['delta']:g}): mean change over the "
               f"{st['variants']} variants (largest-magnitude change)\n")

@@ -33,8 +33,8 @@ class _Sat:
         return v
 
 
-def lane_orders(lanes, sampling, stride, rng_state, lane):
-    """One epoch's index sequence of one lane (RAN advances ``rng_state[lane]``)."""
+def lane_orders(lanes, sampling, stride, lane):
+    """One epoch's SEQ or STR index sequence of one lane (RAN draws lazily, in the loop)."""
     start, end = lanes[lane]
     n = end - start
     if sampling == "seq":
@@ -97,7 +97,7 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
 
     T = len(lanes)
     for _ in range(params.epochs):
-        orders = [None if params.sampling == "ran" else lane_orders(lanes, params.sampling, params.stride, rng, t)
+        orders = [None if params.sampling == "ran" else lane_orders(lanes, params.sampling, params.stride, t)
                   for t in range(T)]
         longest = max(e - s for s, e in lanes)
         for i in range(longest):
