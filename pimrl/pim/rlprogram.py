@@ -208,9 +208,9 @@ class RlProgram(DpuProgram):
         return cost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits)
 
-    def check_params(self, params: np.ndarray) -> list:
-        """Reasons a DPU's ``params`` would make the kernel misbehave (one string per DPU,
-        empty when fine): the kernel trusts them, as a DPU program trusts its host."""
+    def check_params(self, params: np.ndarray) -> dict:
+        """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
+        kernel trusts them, as a DPU program trusts its host); empty when all are fine."""
         heap_records = self.symbols[DPU_MRAM_HEAP_POINTER_NAME].size // RECORD_BYTES
         checks = (
             (params[:, 0] != ALGO_CODE[self.algo], f"params.algo is not {self.algo}"),
@@ -223,10 +223,10 @@ class RlProgram(DpuProgram):
             ((params[:, P_N_RECORDS] < 0) | (params[:, P_N_RECORDS] > heap_records),
              f"params.n_records outside [0, {heap_records}] (the MRAM heap)"),
         )
-        out = [""] * len(params)
+        out = {}
         for bad, why in checks:
-            for i in np.flatnonzero(bad):
-                out[i] = out[i] or why
+            for i in np.flatnonzero(bad):                   # only the DPUs at fault
+                out.setdefault(int(i), why)
         return out
 
     def launch(self, alloc, slots) -> LaunchResult:
@@ -235,8 +235,9 @@ class RlProgram(DpuProgram):
         po = sym["params"].offset
         params = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)
         problems = self.check_params(params)
-        ok = np.array([not p for p in problems], dtype=bool)
-        faults = [(int(s), 0, f"bad parameters: {why}") for s, why in zip(slots, problems) if why]
+        ok = np.ones(len(slots), dtype=bool)
+        ok[list(problems)] = False
+        faults = [(int(slots[i]), 0, f"bad parameters: {why}") for i, why in problems.items()]
         run = slots[ok]
         rl_kernel(run, alloc.mram.page_table, alloc.mram.pool,
                   alloc.wram, self.n_states, self.n_actions, self.tasklets, self.block_bytes,
@@ -245,7 +246,8 @@ class RlProgram(DpuProgram):
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
         counters[~ok] = 0
-        for s, c in zip(slots[ok], counters[ok]):
+        faulted = ok & (counters[:, C_FAULT] != 0)         # usually none: no loop per DPU
+        for s, c in zip(slots[faulted], counters[faulted]):
             code = int(c[C_FAULT])
             if code:
                 reason, tasklet = divmod(code - 1, 256)
