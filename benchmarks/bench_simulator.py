@@ -16,36 +16,27 @@ import time
 
 import numba
 import numpy as np
-from numba import njit, prange
 
 from pimrl.data import generate_dataset
 from pimrl.envs import make
+from pimrl.learners.kernels import compiled
 from pimrl.learners.params import LearnerParams
-from pimrl.learners.reference import columns, run_lanes
+from pimrl.learners.reference import columns
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim.trainer import PimTrainer
 from pimrl.rng import lane_seeds
-
-
-@njit(parallel=True, cache=True)
-def bare_loop(state, action, reward_f, reward_x, next_state, next_action, terminated,
-              lanes, rng, q_f, q_x, scalars, sat):
-    for d in prange(lanes.shape[0]):
-        run_lanes(state, action, reward_f, reward_x, next_state, next_action, terminated,
-                  lanes[d], rng[d], q_f[d], q_x[d], scalars, sat[d])
 
 
 def time_bare(records, env, params, n_dpus, tasklets):
     cols = columns(records, params)
     lanes = lane_bounds(even_bounds(len(records), n_dpus), tasklets)
     rng = lane_seeds(params.seed, np.arange(n_dpus * tasklets)).reshape(n_dpus, tasklets)
-    shape = (n_dpus, env.n_states, env.n_actions)
-    q_f = np.zeros(shape, np.float32)
-    q_x = np.zeros(shape, np.int32)
-    sat = np.zeros((n_dpus, 1), np.int64)
+    q = np.zeros((n_dpus, env.n_states, env.n_actions),
+                 np.int32 if params.dtype == "int32" else np.float32)
+    sat = np.zeros(n_dpus, np.int64)
     t0 = time.perf_counter()
-    bare_loop(*cols, lanes, rng, q_f, q_x, params.kernel_scalars(), sat)
-    return time.perf_counter() - t0, (q_x if params.dtype == "int32" else q_f)
+    compiled(params.variant).partitions(*cols, lanes, rng, q, params.kernel_scalars(), sat)
+    return time.perf_counter() - t0, q
 
 
 def main():

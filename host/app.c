@@ -124,10 +124,11 @@ static double parse_double(const char *s, const char *what, double lo, double hi
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-    static const char *const algos[] = {"q", "sarsa"};
-    static const char *const dtypes[] = {"fp32", "int32"};
-    static const char *const samplings[] = {"seq", "str", "ran"};
-    static const char *const next_actions[] = {"logged", "epsilon-greedy"};
+    /* Choice names by code, from pimrl's variant registry (swiftrl_variants.h). */
+    static const char *const algos[] = {SWIFTRL_ALGO_NAMES};
+    static const char *const dtypes[] = {SWIFTRL_DTYPE_NAMES};
+    static const char *const samplings[] = {SWIFTRL_SAMPLING_NAMES};
+    static const char *const next_actions[] = {SWIFTRL_NEXT_ACTION_NAMES};
     enum { O_ALPHA = 1000, O_GAMMA, O_EPSILON, O_SEED, O_FRAC, O_NEXT, O_TOL };
     static const struct option longopts[] = {
         {"dpus", required_argument, 0, 'n'},      {"tasklets", required_argument, 0, 't'},
@@ -150,9 +151,9 @@ static void parse_options(int argc, char **argv, struct options *o)
         switch (c) {
         case 'n': o->dpus = (uint32_t)parse_uint(optarg, "--dpus", 1, 1u << 20); break;
         case 't': o->tasklets = (uint32_t)parse_uint(optarg, "--tasklets", 1, MAX_TASKLETS); break;
-        case 'a': o->algo = choice(optarg, algos, 2, "algorithm"); break;
-        case 'p': o->dtype = choice(optarg, dtypes, 2, "dtype"); break;
-        case 's': o->sampling = choice(optarg, samplings, 3, "sampling"); break;
+        case 'a': o->algo = choice(optarg, algos, SWIFTRL_N_ALGOS, "algorithm"); break;
+        case 'p': o->dtype = choice(optarg, dtypes, SWIFTRL_N_DTYPES, "dtype"); break;
+        case 's': o->sampling = choice(optarg, samplings, SWIFTRL_N_SAMPLINGS, "sampling"); break;
         case 'k': o->stride = (uint32_t)parse_uint(optarg, "--stride", 1, 1u << 30); break;
         case 'e': o->epochs = (uint32_t)parse_uint(optarg, "--epochs", 1, 1u << 20); break;
         case 'r': o->rounds = (uint32_t)parse_uint(optarg, "--rounds", 1, 1u << 20); break;
@@ -164,7 +165,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case O_EPSILON: o->epsilon = parse_double(optarg, "--epsilon", 0.0, 1.0); break;
         case O_SEED: o->seed = parse_uint(optarg, "--seed", 0, UINT64_MAX); break;
         case O_FRAC: o->frac_bits = (uint32_t)parse_uint(optarg, "--frac-bits", 1, 30); break;
-        case O_NEXT: o->sarsa_draw = choice(optarg, next_actions, 2, "next action"); break;
+        case O_NEXT: o->sarsa_draw = choice(optarg, next_actions, SWIFTRL_N_NEXT_ACTIONS, "next action"); break;
         case O_TOL: o->tolerance = parse_double(optarg, "--tolerance", 0.0, 1e300); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);

@@ -158,7 +158,7 @@ int main(void)
     const float alpha = ua.f, gamma = ug.f;
 #endif
 #if SWIFTRL_ALGO == SWIFTRL_ALGO_SARSA
-    const int draw = params.sarsa_draw == 1;
+    const int draw = params.sarsa_draw == SWIFTRL_NEXT_EPSILON_GREEDY;
     const uint64_t eps = (uint64_t)params.eps_threshold;
 #endif
     uint32_t rng = rng_state[t];

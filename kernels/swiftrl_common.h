@@ -9,18 +9,13 @@
 #ifndef SWIFTRL_COMMON_H
 #define SWIFTRL_COMMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-/* Variant codes (pimrl.learners.params ALGO_CODE, DTYPE_CODE, SAMPLING_CODE): the values of
- * the kernel's -DSWIFTRL_ALGO, -DSWIFTRL_DTYPE, -DSWIFTRL_SAMPLING and of params.algo,
- * params.dtype, params.sampling. */
-#define SWIFTRL_ALGO_Q 0
-#define SWIFTRL_ALGO_SARSA 1
-#define SWIFTRL_FP32 0
-#define SWIFTRL_INT32 1
-#define SWIFTRL_SEQ 0
-#define SWIFTRL_STR 1
-#define SWIFTRL_RAN 2
+/* Variant codes and the parameter words' indices, generated from pimrl's variant registry
+ * (pimrl/learners/variants.py): the values of the kernel's -DSWIFTRL_ALGO, -DSWIFTRL_DTYPE,
+ * -DSWIFTRL_SAMPLING and of params.algo, params.dtype, params.sampling, params.sarsa_draw. */
+#include "swiftrl_variants.h"
 
 /* The kernel's host-visible symbols. The records: the MRAM heap
  * (DPU_MRAM_HEAP_POINTER_NAME, "__sys_used_mram_end"), params.n_records of them. */
@@ -48,16 +43,15 @@ typedef struct swiftrl_transition {
     uint8_t truncated;
 } swiftrl_transition_t;
 
-/* WRAM symbol "params": 16 int64 words (pimrl.learners.params.KERNEL_SCALARS, then the
- * DPU's record count). */
-#define SWIFTRL_PARAMS_WORDS 16
+/* WRAM symbol "params": SWIFTRL_PARAMS_WORDS int64 words, indexed by enum
+ * swiftrl_param_index (swiftrl_variants.h). */
 typedef struct swiftrl_params {
     int64_t algo;            /* SWIFTRL_ALGO_* */
     int64_t dtype;           /* SWIFTRL_FP32 / SWIFTRL_INT32 */
     int64_t sampling;        /* SWIFTRL_SEQ / STR / RAN */
     int64_t stride;          /* STR's stride */
     int64_t epochs;          /* epochs of this launch */
-    int64_t sarsa_draw;      /* 1: SARSA draws b' epsilon-greedily; 0: logged b' */
+    int64_t sarsa_draw;      /* SWIFTRL_NEXT_EPSILON_GREEDY: SARSA draws b'; else logged b' */
     int64_t eps_threshold;   /* floor(epsilon * 2^32) */
     int64_t frac_bits;       /* F of the Q format */
     int64_t alpha_f32_bits;  /* alpha as float32 bits */
@@ -65,15 +59,8 @@ typedef struct swiftrl_params {
     int64_t alpha_fx;        /* alpha in Q format */
     int64_t gamma_fx;
     int64_t n_records;       /* this DPU's transitions, at the start of the MRAM heap */
-    int64_t reserved[3];
+    int64_t reserved[SWIFTRL_PARAMS_WORDS - 13];
 } swiftrl_params_t;
-
-/* The word index of each field (pimrl.learners.params.P_*, pimrl.pim.rlprogram.P_N_RECORDS). */
-enum swiftrl_param_index {
-    SWIFTRL_P_ALGO, SWIFTRL_P_DTYPE, SWIFTRL_P_SAMPLING, SWIFTRL_P_STRIDE, SWIFTRL_P_EPOCHS,
-    SWIFTRL_P_SARSA_DRAW, SWIFTRL_P_EPS, SWIFTRL_P_FRAC, SWIFTRL_P_ALPHA32, SWIFTRL_P_GAMMA32,
-    SWIFTRL_P_ALPHA_FX, SWIFTRL_P_GAMMA_FX, SWIFTRL_P_N_RECORDS
-};
 
 /* WRAM symbol "stats": int64 work counters per DPU (pimrl.pim.cost.COUNTERS). */
 enum swiftrl_counter {
@@ -86,5 +73,6 @@ enum swiftrl_counter {
 /* Layout checks (C99: a negative array size fails the build). */
 typedef char swiftrl_check_record_bytes[sizeof(swiftrl_transition_t) == SWIFTRL_RECORD_BYTES ? 1 : -1];
 typedef char swiftrl_check_params_words[sizeof(swiftrl_params_t) == 8 * SWIFTRL_PARAMS_WORDS ? 1 : -1];
+typedef char swiftrl_check_n_records[offsetof(swiftrl_params_t, n_records) == 8 * SWIFTRL_P_N_RECORDS ? 1 : -1];
 
 #endif /* SWIFTRL_COMMON_H */

@@ -10,7 +10,6 @@
 - two outside-user programs built by their own Makefiles and run through the shim;
 - the unit-testing API and fixture.
 """
-import itertools
 import os
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import random_records
+from pimrl.learners.variants import all_variants
 from pimrl.dpurt import cc
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
@@ -40,7 +40,8 @@ from pimrl.dpurt.testing import DpuSim, dpu_sim  # noqa: E402,F401  (fixture)
 REPO = Path(__file__).resolve().parents[1]
 OUTSIDE = REPO / "tests" / "outside"
 BIN = REPO / "bin"
-VARIANTS = list(itertools.product(["q", "sarsa"], ["fp32", "int32"], ["seq", "str", "ran"]))
+# The twelve algo x dtype x sampling variants, from the registry.
+VARIANTS = [(v.algo, v.dtype, v.sampling) for v in all_variants()]
 S, A = 13, 4
 RECORDS = random_records(3001, S, A, seed=5)
 

@@ -1,11 +1,11 @@
 """Reference learners: the oracle for every other backend."""
-import itertools
 import json
 
 import numpy as np
 import pytest
 
 from conftest import random_records
+from pimrl.learners.variants import all_variants
 from pimrl.cli import main
 from pimrl.data import generate_dataset
 from pimrl.envs import make
@@ -16,7 +16,8 @@ from pimrl.learners.reference import OfflineLearner, learn_partition
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.rng import below, lane_seed, lane_seeds, xorshift32
 
-VARIANTS = list(itertools.product(["q", "sarsa"], ["fp32", "int32"], ["seq", "str", "ran"]))
+# The twelve algo x dtype x sampling variants, from the registry.
+VARIANTS = [(v.algo, v.dtype, v.sampling) for v in all_variants()]
 
 
 def test_xorshift32_known_values():
@@ -199,3 +200,24 @@ def test_results_never_replace_special_files(capsys):
     import os
 
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_variant_registry_is_the_one_source():
+    """Names, codes and parameter words come from one registry; the C header is generated
+    from it and current; LearnerParams packs its words in the registry's order."""
+    from pimrl.dpurt.swiftrl import header_is_current
+    from pimrl.learners import variants as V
+
+    assert header_is_current()
+    assert len(V.ALL_VARIANTS) == 12
+    assert {v.key for v in V.all_variants("epsilon-greedy")} >= {"sarsa-int32-ran+epsilon-greedy"}
+    assert V.get_variant("sarsa-fp32-str+epsilon-greedy") == V.Variant("sarsa", "fp32", "str", "epsilon-greedy")
+    # Q-learning ignores the next action: one kernel.
+    assert V.Variant("q", next_action="epsilon-greedy") == V.Variant("q")
+    p = LearnerParams(algo="sarsa", dtype="int32", sampling="ran", next_action="epsilon-greedy")
+    words = dict(zip(V.KERNEL_SCALARS, p.kernel_scalars()))
+    assert words["algo"] == V.ALGO.code("sarsa") and words["dtype"] == V.DTYPE.code("int32")
+    assert words["sampling"] == V.SAMPLING.code("ran") and words["sarsa_draw"] == 1
+    assert p.kernel_scalars()[V.P_EPOCHS] == p.epochs
+    with pytest.raises(ValueError, match="sampling must be one of seq, str, ran"):
+        V.Variant("q", "fp32", "zigzag")

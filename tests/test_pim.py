@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import random_records
+from pimrl.learners.variants import all_variants
 from pimrl.cli import main
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
@@ -21,7 +22,8 @@ from pimrl.pim.rlprogram import RlProgram
 from pimrl.pim.system import KernelProgram, Machine, dpu_alloc
 from pimrl.pim.trainer import PimTrainer
 
-VARIANTS = list(itertools.product(["q", "sarsa"], ["fp32", "int32"], ["seq", "str", "ran"]))
+# The twelve algo x dtype x sampling variants, from the registry.
+VARIANTS = [(v.algo, v.dtype, v.sampling) for v in all_variants()]
 S, A = 13, 4
 RECORDS = random_records(3001, S, A, seed=5)
 

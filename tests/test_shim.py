@@ -223,7 +223,7 @@ def test_dpu_pkg_config(shim):
 def test_headers_agree_with_python(shim, tmp_path):
     """Error codes, the SwiftRL params layout, record and counters: C headers == Python.
     kernels/swiftrl_common.h is the one header the kernel and host/app.c share."""
-    from pimrl.learners import params as P
+    from pimrl.learners import variants as P
     from pimrl.pim import cost, rlprogram
 
     build, env = shim
@@ -249,10 +249,10 @@ def test_headers_agree_with_python(shim, tmp_path):
         "sizeof(swiftrl_transition_t)": rlprogram.RECORD_BYTES,
         "SWIFTRL_N_COUNTERS": len(cost.COUNTERS),
         **{f"SWIFTRL_C_{n}": i for i, n in enumerate(counters)},
-        "SWIFTRL_ALGO_Q": P.ALGO_CODE["q"], "SWIFTRL_ALGO_SARSA": P.ALGO_CODE["sarsa"],
-        "SWIFTRL_FP32": P.DTYPE_CODE["fp32"], "SWIFTRL_INT32": P.DTYPE_CODE["int32"],
-        "SWIFTRL_SEQ": P.SAMPLING_CODE["seq"], "SWIFTRL_STR": P.SAMPLING_CODE["str"],
-        "SWIFTRL_RAN": P.SAMPLING_CODE["ran"],
+        "SWIFTRL_ALGO_Q": P.ALGO.code("q"), "SWIFTRL_ALGO_SARSA": P.ALGO.code("sarsa"),
+        "SWIFTRL_FP32": P.DTYPE.code("fp32"), "SWIFTRL_INT32": P.DTYPE.code("int32"),
+        "SWIFTRL_SEQ": P.SAMPLING.code("seq"), "SWIFTRL_STR": P.SAMPLING.code("str"),
+        "SWIFTRL_RAN": P.SAMPLING.code("ran"),
     }
     names = [f"{n}" for n in checks]
     lines += [f'printf("%s %d\\n", "{n.replace(" ", "")}", (int)({n}));' for n in names]

@@ -9,6 +9,7 @@ Both reuse the contracts of docs/design.md (update order, lanes, xorshift32 stre
 point), so their Q-tables are bit-identical to the reference learner's for the same
 partitions.
 """
-from pimrl.baselines.variants import ALL_VARIANTS, parse_variant, variant_name
+# The variants come from the one registry, pimrl.learners.variants.
+from pimrl.learners.variants import ALL_VARIANTS, parse_variant, variant_name
 
 __all__ = ["ALL_VARIANTS", "parse_variant", "variant_name"]

@@ -1,17 +1,16 @@
-"""The CPU baseline: the twelve variants on the host, single- and multi-threaded (numba).
+"""The CPU baseline: every variant on the host, single- and multi-threaded (numba).
 
 As in SwiftRL's threaded CPU version, the dataset is split into ``partitions`` contiguous
 parts (by default one per thread); each part learns its own Q-table and the host averages
-the tables at the end. The multi-threaded kernel is a numba ``prange`` over partitions, each
-iteration running :func:`pimrl.learners.reference.run_lanes` (the reference's own loop over
-the shared ``update_f32``/``update_i32``/``lane_next_index``), so the tables are bit-identical
-to :func:`~pimrl.learners.reference.learn_partition` on the same partitions, with the same
-global lane numbers (partition ``p``'s lane ``t`` is lane ``p * lanes + t``) seeding the
-xorshift32 streams. The single-threaded baseline is one partition (the whole dataset in
-order, which is what ``OfflineLearner`` computes) through the same compiled kernel with
-numba's thread count set to 1. (The same kernel for both, because numba compiles the
-reference loop about 2.4 times faster as a ``prange`` body than as a plain ``njit`` call
-on this code; comparing two differently compiled loops would overstate the threads' gain.)
+the tables at the end. The loop is the variant's own compiled loop
+(:func:`pimrl.learners.kernels.compiled`: the variant's choices are compile-time constants,
+a lane's cursor and stream stay in registers), a numba ``prange`` over partitions, so the
+tables are bit-identical to :func:`~pimrl.learners.reference.learn_partition` on the same
+partitions, with the same global lane numbers (partition ``p``'s lane ``t`` is lane
+``p * lanes + t``) seeding the xorshift32 streams. The single-threaded baseline is one
+partition (the whole dataset in order: what ``OfflineLearner`` computes) with numba's thread
+count set to 1. ``benchmarks/bench_baselines.py`` times it against a plain C loop doing the
+same work (``benchmarks/cpu_loop.c``).
 
 Timing: wall clock (``time.perf_counter``) around the training kernel and the host average,
 *after* a warm-up call on a two-record slice with the same argument types, so numba's
@@ -27,30 +26,13 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
-from numba import njit, prange
 
+from pimrl.learners.fixedpoint import raw_to_float
+from pimrl.learners.kernels import compiled
 from pimrl.learners.params import LearnerParams
-from pimrl.learners.reference import check_records, columns, run_lanes
+from pimrl.learners.reference import check_records, columns
 from pimrl.partition import even_bounds, lane_bounds
-from pimrl.pim.aggregate import raw_to_float
 from pimrl.rng import lane_seeds
-
-
-@njit(parallel=True, cache=True)
-def train_partitions(state, action, reward_f, reward_x, next_state, next_action, terminated,
-                     lanes, rng, q_f, q_x, scalars, sat):
-    """Every partition in parallel (``prange``: one partition per thread when their numbers
-    match). ``lanes`` (P, T, 2), ``rng`` (P, T) uint32, ``q_f``/``q_x`` (P, S, A) (the one of
-    the other dtype may be (P, 1, 1)), ``sat`` (P,) int64 saturation counts."""
-    n_parts = lanes.shape[0]
-    is_int = scalars[1] == 1
-    for p in prange(n_parts):
-        if is_int:
-            run_lanes(state, action, reward_f, reward_x, next_state, next_action, terminated,
-                      lanes[p], rng[p], q_f[0], q_x[p], scalars, sat[p:p + 1])
-        else:
-            run_lanes(state, action, reward_f, reward_x, next_state, next_action, terminated,
-                      lanes[p], rng[p], q_f[p], q_x[0], scalars, sat[p:p + 1])
 
 
 @dataclass
@@ -89,24 +71,20 @@ def _prepared(records, params, partitions, lanes):
     return cols, np.ascontiguousarray(part_lanes), seeds
 
 
-def _alloc(params, partitions, n_states, n_actions):
-    if params.dtype == "int32":
-        return (np.zeros((1, 1, 1), np.float32), np.zeros((partitions, n_states, n_actions), np.int32))
-    return (np.zeros((partitions, n_states, n_actions), np.float32), np.zeros((1, 1, 1), np.int32))
+def _tables(params, partitions, n_states, n_actions):
+    return np.zeros((partitions, n_states, n_actions),
+                    np.int32 if params.dtype == "int32" else np.float32)
 
 
 def _warm_up(params: LearnerParams, records, n_states, n_actions):
-    """Compile (or load from numba's cache) the kernel for these argument types, untimed."""
-    key = params.dtype
-    if key in _WARM:
+    """Compile (or load from numba's cache) the variant's loop, untimed."""
+    if params.variant in _WARM:
         return
-    tiny = records[:2]
     p1 = LearnerParams(**{**params.as_dict(), "epochs": 1})
-    cols, part_lanes, seeds = _prepared(tiny, p1, 1, 1)
-    q_f, q_x = _alloc(p1, 1, n_states, n_actions)
-    sat = np.zeros(1, np.int64)
-    train_partitions(*cols, part_lanes, seeds, q_f, q_x, p1.kernel_scalars(), sat)
-    _WARM.add(key)
+    cols, part_lanes, seeds = _prepared(records[:2], p1, 1, 1)
+    compiled(p1.variant).partitions(*cols, part_lanes, seeds, _tables(p1, 1, n_states, n_actions),
+                                    p1.kernel_scalars(), np.zeros(1, np.int64))
+    _WARM.add(params.variant)
 
 
 def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams,
@@ -134,19 +112,19 @@ def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
     _warm_up(params, records, n_states, n_actions)
     cols, part_lanes, seeds = _prepared(records, params, partitions, lanes)
     scalars = params.kernel_scalars()
+    run = compiled(params.variant).partitions
 
     times, train_t, agg_t = [], [], []
     previous = numba.get_num_threads()
     try:
         numba.set_num_threads(threads)
         for _ in range(repeats):
-            q_f, q_x = _alloc(params, partitions, n_states, n_actions)
+            q_raw = _tables(params, partitions, n_states, n_actions)
             rng = seeds.copy()
             sat = np.zeros(partitions, np.int64)
             t0 = time.perf_counter()
-            train_partitions(*cols, part_lanes, rng, q_f, q_x, scalars, sat)
+            run(*cols, part_lanes, rng, q_raw, scalars, sat)
             t1 = time.perf_counter()
-            q_raw = q_x if params.dtype == "int32" else q_f
             q = raw_to_float(q_raw, params.dtype, params.frac_bits).mean(axis=0)
             t2 = time.perf_counter()
             times.append(t2 - t0)

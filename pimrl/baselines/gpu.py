@@ -35,11 +35,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pimrl.learners.fixedpoint import raw_to_float
 from pimrl.learners.params import LearnerParams
+from pimrl.learners.variants import (
+    ALGO, DTYPE, P_ALGO, P_ALPHA_FX, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA_FX, P_SAMPLING,
+    P_SARSA_DRAW, P_STRIDE, SAMPLING,
+)
 from pimrl.learners.reference import check_records, columns
 from pimrl.partition import even_bounds, lane_bounds
-from pimrl.pim.aggregate import raw_to_float
 from pimrl.rng import lane_seeds
+
+# Variant codes as the kernel's parameter words carry them (pimrl.learners.variants).
+Q_CODE = ALGO.code("q")
+INT32_CODE = DTYPE.code("int32")
+SEQ_CODE, RAN_CODE = SAMPLING.code("seq"), SAMPLING.code("ran")
 
 #: Most lanes (tasklets) one partition may have: the size of the kernel's local arrays.
 MAX_LANES = 24
@@ -152,7 +161,7 @@ def _build():
     @cuda.jit(device=True)
     def bootstrap(q, p, s2, b, algo, draw, eps, st, t, n_actions):
         """Q-learning: max over a'; SARSA: Q[s', b'] (b' logged or epsilon-greedy)."""
-        if algo == 0:
+        if algo == Q_CODE:
             return row_max(q, p, s2, n_actions)
         if not draw:
             return q[p, s2, b]
@@ -169,16 +178,16 @@ def _build():
         if p >= lanes.shape[0]:
             return
         n_lanes = lanes.shape[1]
-        algo = iparams[0]
-        is_int = iparams[1] == 1
-        sampling = iparams[2]
-        stride = iparams[3]
-        epochs = iparams[4]
-        draw = iparams[5] == 1
-        eps = iparams[6]
-        frac = iparams[7]
-        alpha_x = np.int32(iparams[10])
-        gamma_x = np.int32(iparams[11])
+        algo = iparams[P_ALGO]
+        is_int = iparams[P_DTYPE] == INT32_CODE
+        sampling = iparams[P_SAMPLING]
+        stride = iparams[P_STRIDE]
+        epochs = iparams[P_EPOCHS]
+        draw = iparams[P_SARSA_DRAW] == 1
+        eps = iparams[P_EPS]
+        frac = iparams[P_FRAC]
+        alpha_x = np.int32(iparams[P_ALPHA_FX])
+        gamma_x = np.int32(iparams[P_GAMMA_FX])
         alpha_f = fparams[0]
         gamma_f = fparams[1]
         cursor = cuda.local.array(MAX_LANES, int64)
@@ -202,12 +211,12 @@ def _build():
                     if i >= end - start:
                         continue
                     # The lane's next record (SEQ, STR or RAN; docs/design.md).
-                    if sampling == 2:
+                    if sampling == RAN_CODE:
                         st[t] = xorshift32(st[t])
                         j = start + below(st[t], end - start)
                     else:
                         j = cursor[t]
-                        if sampling == 0:
+                        if sampling == SEQ_CODE:
                             cursor[t] = j + 1
                         else:
                             nxt = j + stride
@@ -289,9 +298,14 @@ def _launch(cols, part_lanes, seeds, params, n_states, n_actions, tpb, timed):
     from numba import cuda
 
     kernel = _build()
+    # The kernel takes both reward columns and uses the one of the run's dtype.
+    state, action, reward, next_state, next_action, terminated = cols
+    is_int = params.dtype == "int32"
+    reward_f = np.zeros(1, np.float32) if is_int else reward
+    reward_x = reward if is_int else np.zeros(1, np.int32)
+    cols = (state, action, reward_f, reward_x, next_state, next_action, terminated)
     P = part_lanes.shape[0]
     shape = (P, n_states, n_actions)
-    is_int = params.dtype == "int32"
     q_f = np.zeros((1, 1, 1) if is_int else shape, np.float32)
     q_x = np.zeros(shape if is_int else (1, 1, 1), np.int32)
     iparams = params.kernel_scalars()

@@ -19,12 +19,13 @@ import dataclasses
 import numpy as np
 
 from pimrl.learners.params import LearnerParams
+from pimrl.learners.variants import all_variants
 from pimrl.pim import cost
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.pim.system import Machine, dpu_alloc
 from pimrl.pim.trainer import PimTrainer
 
-VARIANTS = [(a, d, s) for a in ("q", "sarsa") for d in ("fp32", "int32") for s in ("seq", "str", "ran")]
+VARIANTS = [(v.algo, v.dtype, v.sampling) for v in all_variants()]
 DPU_COUNTS = (125, 2000)
 TASKLETS = 16
 ENV = "Taxi-v3"

@@ -18,7 +18,7 @@ import numpy as np
 
 from pimrl.dpurt import cc
 from pimrl.dpurt.program import DpuRtProgram
-from pimrl.learners.params import ALGO_CODE, DTYPE_CODE, SAMPLING_CODE
+from pimrl.learners.variants import HEADER, Variant, c_header
 from pimrl.pim import cost
 from pimrl.pim.system import LaunchResult
 
@@ -27,9 +27,22 @@ SOURCE = KERNELS / "swiftrl.c"
 N_COUNTERS = len(cost.COUNTERS)
 
 
+def header_is_current() -> bool:
+    """Whether ``kernels/swiftrl_variants.h`` says what the variant registry says."""
+    path = KERNELS / HEADER
+    return path.exists() and path.read_text() == c_header()
+
+
+def write_header() -> Path:
+    """(Re)generate ``kernels/swiftrl_variants.h`` from the variant registry."""
+    path = KERNELS / HEADER
+    path.write_text(c_header())
+    return path
+
+
 def _sources_key() -> str:
     h = hashlib.sha256()
-    for p in (SOURCE, KERNELS / "swiftrl_common.h", cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
+    for p in (SOURCE, KERNELS / "swiftrl_common.h", KERNELS / HEADER, cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
               Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
               *sorted(cc.INCLUDE.glob("*.h"))):
         h.update(p.read_bytes())
@@ -51,14 +64,16 @@ def kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes=2048,
                    count_visits=True) -> dict:
     """The ``-D`` flags choosing a variant (the same names a Makefile passes)."""
     return {"N_STATES": int(n_states), "N_ACTIONS": int(n_actions),
-            "SWIFTRL_ALGO": ALGO_CODE[algo], "SWIFTRL_DTYPE": DTYPE_CODE[dtype],
-            "SWIFTRL_SAMPLING": SAMPLING_CODE[sampling], "BLOCK_BYTES": int(block_bytes),
+            **Variant(algo, dtype, sampling).c_defines(), "BLOCK_BYTES": int(block_bytes),
             "COUNT_VISITS": 1 if count_visits else 0}
 
 
 def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
                  count_visits=True, opt="-O2") -> Path:
     """Build (once; cached under kernels/build) one variant; returns the program file."""
+    if not header_is_current():
+        raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
+                           f"python -m pimrl.dpurt.swiftrl --write-header")
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits)
     name = (f"swiftrl-{algo}-{dtype}-{sampling}-s{n_states}-a{n_actions}-t{tasklets}"
             f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}-{_sources_key()}")
@@ -119,3 +134,12 @@ def model_agreement(program: SwiftRlCProgram) -> dict:
     ratio = est / np.where(model > 0, model, 1.0)
     return {"estimate": est, "model": model, "ratio": ratio,
             "max_rel_diff": float(np.max(np.abs(ratio - 1.0))) if len(ratio) else 0.0}
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--write-header"]:
+        print(write_header())
+    else:
+        sys.exit("usage: python -m pimrl.dpurt.swiftrl --write-header")

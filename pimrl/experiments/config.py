@@ -32,7 +32,7 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
-from pimrl.baselines.variants import expand_variants, parse_variant
+from pimrl.learners.variants import expand_variants, parse_variant
 from pimrl.learners.params import LearnerParams
 from pimrl.pim.aggregate import parse_aggregate
 

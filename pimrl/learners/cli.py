@@ -8,9 +8,10 @@ import time
 
 import numpy as np
 
-from pimrl.learners.params import ALGOS, DTYPES, NEXT_ACTIONS, SAMPLINGS, LearnerParams
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.variants import ALGOS, DTYPES, NEXT_ACTIONS, SAMPLINGS
 
-BACKENDS = ("reference", "pim")
+BACKENDS = ("reference", "cpu", "pim")
 
 
 def register(subparsers) -> None:
@@ -29,7 +30,10 @@ def register(subparsers) -> None:
     p.add_argument("--transitions", type=int, default=1_000_000, metavar="N",
                    help="transitions to generate with --env (default 1,000,000)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of generated data (default 0)")
-    p.add_argument("--backend", choices=BACKENDS, default="reference")
+    p.add_argument("--backend", choices=BACKENDS, default="reference",
+                   help="reference: the oracle-checked learner, one table; cpu: the measured "
+                   "CPU baseline (numba, --threads, one table per partition, averaged); pim: "
+                   "simulated DPUs (default reference)")
     g = p.add_argument_group("learner")
     g.add_argument("--algo", choices=ALGOS, default="q")
     g.add_argument("--dtype", choices=DTYPES, default="fp32")
@@ -43,6 +47,13 @@ def register(subparsers) -> None:
                    help="SARSA's next action: the logged one or an epsilon-greedy draw")
     g.add_argument("--seed", type=int, default=0, help="seed of the learner's random streams")
     g.add_argument("--frac-bits", type=int, default=16, help="INT32 fractional bits (Q15.16)")
+    g = p.add_argument_group("CPU backend")
+    g.add_argument("--threads", type=int, default=None,
+                   help="threads of the CPU baseline (default: all numba threads)")
+    g.add_argument("--partitions", type=int, default=None,
+                   help="partitions of the CPU baseline, one table each (default: --threads)")
+    g.add_argument("--repeats", type=int, default=1,
+                   help="timed repeats of the CPU baseline; the median is reported (default 1)")
     g = p.add_argument_group("PIM backend")
     g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
     g.add_argument("--tasklets", type=int, default=16)
@@ -128,12 +139,17 @@ def run_train(args: argparse.Namespace) -> int:
         from pimrl.io import check_destination
 
         check_destination(args.save_q)
-    if args.backend == "reference":
+    if args.backend != "pim":
         given = [f for f, default in (("--hw", []), ("--dpus", "64"), ("--kernel", "numba"),
                                       ("--aggregate", "mean"), ("--partition", "contiguous"))
                  if getattr(args, f[2:].replace("-", "_")) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
+    if args.backend != "cpu":
+        given = [f for f, default in (("--threads", None), ("--partitions", None), ("--repeats", 1))
+                 if getattr(args, f[2:]) != default]
+        if given:
+            raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend cpu")
     records, env, source = _load_data(args)
     out = {"source": source, "env_id": env.env_id, "backend": args.backend,
            "params": params.as_dict(), "n_transitions": int(len(records))}
@@ -144,6 +160,19 @@ def run_train(args: argparse.Namespace) -> int:
         out["saturations"] = learner.saturations_
         out["n_updates"] = learner.n_updates_
         q = learner.q_
+    elif args.backend == "cpu":
+        from pimrl.baselines.cpu import cpu_baseline
+
+        try:
+            res = cpu_baseline(records, env.n_states, env.n_actions, params, threads=args.threads,
+                               partitions=args.partitions, repeats=args.repeats)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        out.update(threads=res.threads, partitions=res.partitions, repeats=args.repeats,
+                   train_measured_s=res.train_seconds, aggregate_measured_s=res.aggregate_seconds,
+                   total_measured_s=res.seconds, updates_per_s_measured=res.updates_per_s,
+                   saturations=res.saturations, n_updates=res.n_updates)
+        q = res.q
     else:
         try:
             hw = get_hardware(args.hardware, parse_overrides(args.hw))
@@ -239,6 +268,15 @@ def print_report(out, params):
         rate = out["n_updates"] / out["train_measured_s"]
         print(f"reference learner: {out['n_updates']} updates in {out['train_measured_s']:.3f} s "
               f"measured ({rate / 1e6:.1f} M updates/s, numba compilation included on a first run)")
+        sats = out["saturations"]
+    elif out["backend"] == "cpu":
+        print(f"CPU baseline (numba, {out['threads']} thread{'s' if out['threads'] > 1 else ''}, "
+              f"{out['partitions']} partition{'s' if out['partitions'] > 1 else ''}, tables "
+              f"averaged): {out['n_updates']} updates")
+        print(f"  training      {out['train_measured_s']:.4f} s   measured (compilation excluded"
+              f"{', median of ' + str(out['repeats']) if out['repeats'] > 1 else ''})")
+        print(f"  averaging     {out['aggregate_measured_s']:.4f} s   measured")
+        print(f"  throughput    {out['updates_per_s_measured'] / 1e6:.1f} M updates/s   measured")
         sats = out["saturations"]
     else:
         for r in out["runs"]:

@@ -42,6 +42,12 @@ def from_fixed(x: np.ndarray, frac_bits: int) -> np.ndarray:
     return np.asarray(x, dtype=np.float64) / float(1 << frac_bits)
 
 
+def raw_to_float(raw: np.ndarray, dtype: str, frac_bits: int) -> np.ndarray:
+    """Raw tables as kernels store them (float32, or Q-format int32 for ``dtype`` "int32")
+    as float64."""
+    return from_fixed(raw, frac_bits) if dtype == "int32" else np.asarray(raw, np.float64)
+
+
 @njit(cache=True, inline="always")
 def sat32(x, sat):
     """Clamp an int64 to int32, counting a saturation in ``sat[0]``."""

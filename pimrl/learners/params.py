@@ -7,17 +7,10 @@ from dataclasses import dataclass, asdict
 import numpy as np
 
 from pimrl.learners import fixedpoint
+from pimrl.learners.variants import (
+    AXES, KERNEL_SCALARS, Variant,
+)
 from pimrl.rng import epsilon_threshold
-
-ALGOS = ("q", "sarsa")
-DTYPES = ("fp32", "int32")
-SAMPLINGS = ("seq", "str", "ran")
-NEXT_ACTIONS = ("logged", "epsilon-greedy")
-
-# Integer codes passed to compiled kernels (the C kernels' header uses the same values).
-ALGO_CODE = {"q": 0, "sarsa": 1}
-DTYPE_CODE = {"fp32": 0, "int32": 1}
-SAMPLING_CODE = {"seq": 0, "str": 1, "ran": 2}
 
 
 @dataclass(frozen=True)
@@ -41,10 +34,8 @@ class LearnerParams:
             if value not in options:
                 raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
 
-        choose("algo", self.algo, ALGOS)
-        choose("dtype", self.dtype, DTYPES)
-        choose("sampling", self.sampling, SAMPLINGS)
-        choose("next_action", self.next_action, NEXT_ACTIONS)
+        for axis in AXES:
+            choose(axis.name, getattr(self, axis.name), axis.names)
         if int(self.epochs) != self.epochs or self.epochs < 1:
             raise ValueError(f"epochs must be a positive integer; got {self.epochs!r}")
         if not (0.0 < self.alpha <= 1.0):
@@ -69,39 +60,31 @@ class LearnerParams:
                         f"use more fractional bits (--frac-bits)")
 
     @property
+    def variant(self) -> Variant:
+        """The compiled kernel these parameters need (:mod:`pimrl.learners.variants`)."""
+        return Variant.of(self)
+
+    @property
     def uses_rng(self) -> bool:
-        return self.sampling == "ran" or (self.algo == "sarsa" and self.next_action == "epsilon-greedy")
+        return self.variant.uses_rng
 
     def kernel_scalars(self) -> np.ndarray:
-        """The numbers a compiled kernel needs, packed as int64 (see ``KERNEL_SCALARS``)."""
-        alpha32 = np.float32(self.alpha)
-        gamma32 = np.float32(self.gamma)
-        return np.array(
-            [
-                ALGO_CODE[self.algo],
-                DTYPE_CODE[self.dtype],
-                SAMPLING_CODE[self.sampling],
-                self.stride,
-                self.epochs,
-                1 if (self.algo == "sarsa" and self.next_action == "epsilon-greedy") else 0,
-                epsilon_threshold(self.epsilon),
-                self.frac_bits,
-                int(alpha32.view(np.int32)),
-                int(gamma32.view(np.int32)),
-                fixedpoint.to_fixed_scalar(self.alpha, self.frac_bits, "alpha"),
-                fixedpoint.to_fixed_scalar(self.gamma, self.frac_bits, "gamma"),
-            ],
-            dtype=np.int64,
-        )
+        """The numbers a compiled kernel needs, packed as int64 in the order of
+        ``pimrl.learners.variants.KERNEL_SCALARS``."""
+        codes = self.variant.codes()
+        words = {
+            **{name: codes[name] for name in ("algo", "dtype", "sampling")},
+            "stride": self.stride,
+            "epochs": self.epochs,
+            "sarsa_draw": codes["next_action"],
+            "eps_threshold": epsilon_threshold(self.epsilon),
+            "frac_bits": self.frac_bits,
+            "alpha_f32_bits": int(np.float32(self.alpha).view(np.int32)),
+            "gamma_f32_bits": int(np.float32(self.gamma).view(np.int32)),
+            "alpha_fx": fixedpoint.to_fixed_scalar(self.alpha, self.frac_bits, "alpha"),
+            "gamma_fx": fixedpoint.to_fixed_scalar(self.gamma, self.frac_bits, "gamma"),
+        }
+        return np.array([words[name] for name in KERNEL_SCALARS], dtype=np.int64)
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-#: Names of the entries of ``LearnerParams.kernel_scalars()``, in order.
-KERNEL_SCALARS = (
-    "algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps_threshold",
-    "frac_bits", "alpha_f32_bits", "gamma_f32_bits", "alpha_fx", "gamma_fx",
-)
-P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
-    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX = range(len(KERNEL_SCALARS))

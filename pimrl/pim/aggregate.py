@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pimrl.learners import fixedpoint
+from pimrl.learners.fixedpoint import raw_to_float  # noqa: F401 (the aggregates' inverse)
 
 
 def mean_tables(raw: np.ndarray, scale: float, visits: np.ndarray | None = None) -> np.ndarray:
@@ -63,10 +64,6 @@ def parse_aggregate(spec: str) -> AggregateSpec:
 def raw_scale(dtype: str, frac_bits: int) -> float:
     """What one unit of a raw table is worth: 2^-F for Q format, 1 for float32."""
     return 1.0 / (1 << frac_bits) if dtype == "int32" else 1.0
-
-
-def raw_to_float(raw: np.ndarray, dtype: str, frac_bits: int) -> np.ndarray:
-    return fixedpoint.from_fixed(raw, frac_bits) if dtype == "int32" else raw.astype(np.float64)
 
 
 def float_to_raw(q: np.ndarray, dtype: str, frac_bits: int) -> np.ndarray:

@@ -1,10 +1,15 @@
 """The SwiftRL DPU program, built into the simulator as a numba kernel.
 
 One program, its variant chosen when it is built (as ``-D`` flags choose the C kernel's):
-Q-learning or SARSA, FP32 or INT32, SEQ, STR or RAN, ``tasklets`` tasklets. Each DPU keeps
-its Q-table in WRAM and streams its transitions from MRAM into per-tasklet WRAM buffers with
-DMA transfers that obey ``mram_read``'s rules. All DPUs run at once in a ``prange`` loop,
-each on its own memories, so results never depend on the number of numba threads.
+Q-learning or SARSA, FP32 or INT32, SEQ, STR or RAN, ``tasklets`` tasklets; the launch
+kernel is compiled per variant (:func:`dpu_kernel`), with the variant's choices as
+compile-time constants and the update primitives of :mod:`pimrl.learners.kernels`. Each DPU
+keeps its Q-table in WRAM and streams its transitions from MRAM into per-tasklet WRAM buffers
+with DMA transfers that obey ``mram_read``'s rules; under SEQ every lane needs its next block
+at the same step, so the blocks are fetched together once per block and the update loop
+checks nothing per record but the record itself. The DPUs run at once on the numba threads
+(:func:`pimrl.parallel.run_ranges`), each on its own memories, so results never depend on
+the number of threads.
 
 WRAM layout (host-visible symbols first, in this order, each 8-byte aligned):
 ``params`` (16 x int64: the learner's kernel scalars, then the DPU's record count),
@@ -17,20 +22,22 @@ DMA buffers and stacks. Transitions live at the start of the MRAM heap
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from pimrl.learners.params import ALGO_CODE, DTYPE_CODE, P_EPOCHS, SAMPLING_CODE
-from pimrl.learners.update import (
-    RAN, STR, lane_next_index, lane_reset, unpack_scalars, update_f32, update_i32,
+from pimrl.learners.kernels import (
+    RAN, SEQ, STR, learning_rates_f32, learning_rates_i32, next_index, update_f32, update_i32,
 )
+from pimrl.learners.variants import (
+    P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_SAMPLING, P_SARSA_DRAW, P_STRIDE,
+    PARAMS_WORDS,    Variant,
+)
+from pimrl.parallel import run_ranges
 from pimrl.pim import cost
 from pimrl.pim.cost import C
 from pimrl.pim.memory import mram_copy_to_wram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
 RECORD_BYTES = 16
-PARAMS_WORDS = 16
-P_N_RECORDS = 12
 N_COUNTERS = len(cost.COUNTERS)
 DMA_MIN, DMA_MAX = 8, 2048
 # Fault reasons (the ``fault`` counter holds reason * 256 + tasklet + 1).
@@ -44,123 +51,175 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-@njit(cache=True)
-def _run_dpu(page_row, pool, row, n_states, n_actions, tasklets, block_bytes, heap_off,
-             off_params, off_rng, off_stats, off_q, off_visits, off_buf, count_visits):
-    """One DPU's launch: every update of its lanes in the order of docs/design.md."""
-    params = row[off_params:off_params + 8 * PARAMS_WORDS].view(np.int64)
-    rng = row[off_rng:off_rng + 4 * tasklets].view(np.uint32)
-    stats = row[off_stats:off_stats + 8 * N_COUNTERS].view(np.int64)
-    nq = n_states * n_actions
-    visits = row[off_visits:off_visits + 4 * nq].view(np.uint32).reshape((n_states, n_actions))
-    buf_len = tasklets * block_bytes
-    buf_i32 = row[off_buf:off_buf + buf_len].view(np.int32)
-    buf_f32 = row[off_buf:off_buf + buf_len].view(np.float32)
-    for c in range(N_COUNTERS):
-        stats[c] = 0
-    sat = stats[C_SAT:C_SAT + 1]
+def _build_kernel(variant: Variant, count_visits: bool):
+    """The launch kernel of one variant: a numba closure whose flags are compile-time
+    constants (as :func:`pimrl.learners.kernels.compiled`'s loops; the same update primitives),
+    cached by numba across runs."""
+    IS_INT = variant.is_int
+    IS_Q = variant.algo == "q"
+    DRAW = variant.draws_next_action
+    SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
+    VISITS = bool(count_visits)
+    CHECK_B = variant.algo == "sarsa" and not DRAW        # SARSA reads the logged next action
 
-    (algo, is_int, sampling, stride, draw, eps, frac, alpha_f, gamma_f, alpha_x,
-     gamma_x) = unpack_scalars(params)
-    n_records = params[P_N_RECORDS]
-    q_f = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
-    q_x = row[off_q:off_q + 4 * nq].view(np.int32).reshape((n_states, n_actions))
+    @njit(nogil=True, cache=True)
+    def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
+               heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf):
+        """Every DPU of ``slots``, each its updates in the order of docs/design.md on its own
+        memories (callers run disjoint slices of the DPUs on several threads)."""
+        nq = n_states * n_actions
+        buf_len = tasklets * block_bytes
+        block_records = block_bytes // RECORD_BYTES
+        for k in range(len(slots)):
+            d = slots[k]
+            row = wram[d]
+            page_row = page_table[d]
+            params = row[off_params:off_params + 8 * PARAMS_WORDS].view(np.int64)
+            rng = row[off_rng:off_rng + 4 * tasklets].view(np.uint32)
+            stats = row[off_stats:off_stats + 8 * N_COUNTERS].view(np.int64)
+            visits = row[off_visits:off_visits + 4 * nq].view(np.uint32).reshape((n_states, n_actions))
+            buf_i32 = row[off_buf:off_buf + buf_len].view(np.int32)
+            if IS_INT:
+                q = row[off_q:off_q + 4 * nq].view(np.int32).reshape((n_states, n_actions))
+                buf_r = row[off_buf:off_buf + buf_len].view(np.int32)
+                alpha, gamma = learning_rates_i32(params)
+            else:
+                q = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
+                buf_r = row[off_buf:off_buf + buf_len].view(np.float32)
+                alpha, gamma = learning_rates_f32(params)
+            for c in range(N_COUNTERS):
+                stats[c] = 0
+            eps = params[P_EPS]
+            frac = params[P_FRAC]
+            stride = params[P_STRIDE]
+            n_records = params[P_N_RECORDS]
 
-    # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
-    base, extra = n_records // tasklets, n_records % tasklets
-    lanes = np.empty((tasklets, 2), dtype=np.int64)
-    pos = 0
-    for t in range(tasklets):
-        size = base + (1 if t < extra else 0)
-        lanes[t, 0] = pos
-        lanes[t, 1] = pos + size
-        pos += size
-    longest = base + (1 if extra else 0)
-    check_b = algo == 1 and not draw              # SARSA reads the logged next action
-    cursor = np.zeros(tasklets, dtype=np.int64)
-    offset = np.zeros(tasklets, dtype=np.int64)
-    blk_lo = np.zeros(tasklets, dtype=np.int64)
-    blk_hi = np.zeros(tasklets, dtype=np.int64)
-    # RAN, and STR whose stride leaps past a buffer, fetch one record per DMA.
-    per_record = sampling == RAN or (sampling == STR and stride * RECORD_BYTES >= block_bytes)
-    block_records = block_bytes // RECORD_BYTES
-
-    # Counters live in locals (registers) and reach WRAM once at the end.
-    n_updates = n_terminal = n_scanned = n_rng = n_below = n_dma = n_dma_bytes = n_steps = 0
-    for _ in range(params[P_EPOCHS]):
-        for t in range(tasklets):
-            lane_reset(lanes[t, 0], cursor, offset, t)
-            blk_lo[t] = -1
-            blk_hi[t] = -1
-        for i in range(longest):
+            # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
+            base, extra = n_records // tasklets, n_records % tasklets
+            start = np.empty(tasklets, dtype=np.int64)
+            length = np.empty(tasklets, dtype=np.int64)
+            pos = 0
             for t in range(tasklets):
-                start = lanes[t, 0]
-                end = lanes[t, 1]
-                if i >= end - start:
-                    continue
-                j = lane_next_index(sampling, stride, start, end, cursor, offset, rng, t)
-                n_steps += 1
-                if j < blk_lo[t] or j >= blk_hi[t]:
-                    n = 1 if per_record else min(block_records, end - j)
-                    nbytes = n * RECORD_BYTES
-                    addr = heap_off + j * RECORD_BYTES
-                    if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
-                        stats[C_FAULT] = FAULT_DMA * 256 + 1 + t
-                        return
-                    mram_copy_to_wram(page_row, pool, addr, row, off_buf + t * block_bytes, nbytes)
-                    n_dma += 1
-                    n_dma_bytes += nbytes
-                    blk_lo[t] = j
-                    blk_hi[t] = j + n
-                w = (t * block_bytes + (j - blk_lo[t]) * RECORD_BYTES) // 4
-                s = buf_i32[w]
-                s2 = buf_i32[w + 1]
-                bo = off_buf + 4 * w + 12
-                a = row[bo]
-                b = row[bo + 1]
-                term = row[bo + 2] != 0
-                # One unsigned compare per field also catches negative states.
-                if ((np.uint32(s) >= n_states) | (np.uint32(s2) >= n_states) | (a >= n_actions)
-                        | (check_b & (b >= n_actions) & (not term))):
-                    stats[C_FAULT] = FAULT_RECORD * 256 + 1 + t
-                    stats[C_STEPS] = j                  # the offending record
-                    return
-                if is_int:
-                    sc, dr = update_i32(q_x, s, a, buf_i32[w + 2], s2, b, term, algo, draw, eps,
-                                        alpha_x, gamma_x, frac, rng, t, sat)
-                else:
-                    sc, dr = update_f32(q_f, s, a, buf_f32[w + 2], s2, b, term, algo, draw, eps,
-                                        alpha_f, gamma_f, rng, t)
-                if count_visits:
-                    visits[s, a] += 1
-                n_updates += 1
-                n_scanned += sc
-                n_rng += dr
-                if dr == 2:
-                    n_below += 1
-                if term:
-                    n_terminal += 1
-    if sampling == RAN:
-        n_rng += n_steps
-        n_below += n_steps
-    stats[C_UPDATES] = n_updates
-    stats[C_TERMINAL] = n_terminal
-    stats[C_SCANNED] = n_scanned
-    stats[C_RNG] = n_rng
-    stats[C_BELOW] = n_below
-    stats[C_DMA_R] = n_dma
-    stats[C_DMA_RB] = n_dma_bytes
-    stats[C_STEPS] = n_steps
+                length[t] = base + (1 if t < extra else 0)
+                start[t] = pos
+                pos += length[t]
+            longest = base + (1 if extra else 0)
+            cur = np.zeros(tasklets, dtype=np.int64)
+            off = np.zeros(tasklets, dtype=np.int64)
+            blk_lo = np.zeros(tasklets, dtype=np.int64)
+            blk_hi = np.zeros(tasklets, dtype=np.int64)
+            # RAN, and STR whose stride leaps past a buffer, fetch one record per DMA.
+            per_record = SAMPLING == RAN or (SAMPLING == STR and stride * RECORD_BYTES >= block_bytes)
+            # SEQ walks every lane in step: one block per tasklet every block_records steps.
+            chunked = SAMPLING == SEQ
+
+            # Counters live in locals (registers) and reach WRAM once at the end.
+            n_updates = n_terminal = n_scanned = n_rng = n_below = n_dma = n_dma_bytes = 0
+            n_sat = 0
+            fault = 0
+            for _ in range(params[P_EPOCHS]):
+                for t in range(tasklets):
+                    cur[t] = start[t]
+                    off[t] = 0
+                    blk_lo[t] = -1
+                    blk_hi[t] = -1
+                for i in range(longest):
+                    if chunked and i % block_records == 0:
+                        # Each unfinished lane's next block, before the step that needs it.
+                        for t in range(tasklets):
+                            if i < length[t]:
+                                n = min(block_records, length[t] - i)
+                                nbytes = n * RECORD_BYTES
+                                addr = heap_off + (start[t] + i) * RECORD_BYTES
+                                if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
+                                    fault = FAULT_DMA * 256 + 1 + t
+                                    break
+                                mram_copy_to_wram(page_row, pool, addr, row,
+                                                  off_buf + t * block_bytes, nbytes)
+                                n_dma += 1
+                                n_dma_bytes += nbytes
+                                blk_lo[t] = start[t] + i
+                        if fault:
+                            break
+                    for t in range(tasklets):
+                        if i >= length[t]:
+                            continue
+                        j, cur[t], off[t], x = next_index(SAMPLING, stride, start[t],
+                                                          start[t] + length[t], cur[t], off[t],
+                                                          rng[t])
+                        if not chunked and (j < blk_lo[t] or j >= blk_hi[t]):
+                            n = 1 if per_record else min(block_records, start[t] + length[t] - j)
+                            nbytes = n * RECORD_BYTES
+                            addr = heap_off + j * RECORD_BYTES
+                            if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
+                                fault = FAULT_DMA * 256 + 1 + t
+                                break
+                            mram_copy_to_wram(page_row, pool, addr, row, off_buf + t * block_bytes,
+                                              nbytes)
+                            n_dma += 1
+                            n_dma_bytes += nbytes
+                            blk_lo[t] = j
+                            blk_hi[t] = j + n
+                        w = (t * block_bytes + (j - blk_lo[t]) * RECORD_BYTES) // 4
+                        s = buf_i32[w]
+                        s2 = buf_i32[w + 1]
+                        bo = off_buf + 4 * w + 12
+                        a = row[bo]
+                        b = row[bo + 1]
+                        term = row[bo + 2] != 0
+                        # One unsigned compare per field also catches negative states.
+                        if ((np.uint32(s) >= n_states) | (np.uint32(s2) >= n_states)
+                                | (a >= n_actions) | (CHECK_B & (b >= n_actions) & (not term))):
+                            fault = FAULT_RECORD * 256 + 1 + t
+                            stats[C_STEPS] = j                  # the offending record
+                            break
+                        if IS_INT:
+                            x, sc, dr, ns = update_i32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q,
+                                                       DRAW, eps, alpha, gamma, frac, x)
+                            n_sat += ns
+                        else:
+                            x, sc, dr = update_f32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q, DRAW,
+                                                   eps, alpha, gamma, x)
+                        rng[t] = x
+                        if VISITS:
+                            visits[s, a] += 1
+                        n_updates += 1
+                        n_scanned += sc
+                        n_rng += dr
+                        n_below += dr == 2
+                        n_terminal += term
+                    if fault:
+                        break
+                if fault:
+                    break
+            stats[C_SAT] = n_sat
+            if fault:
+                stats[C_FAULT] = fault
+                continue
+            if SAMPLING == RAN:
+                n_rng += n_updates
+                n_below += n_updates
+            stats[C_UPDATES] = n_updates
+            stats[C_TERMINAL] = n_terminal
+            stats[C_SCANNED] = n_scanned
+            stats[C_RNG] = n_rng
+            stats[C_BELOW] = n_below
+            stats[C_DMA_R] = n_dma
+            stats[C_DMA_RB] = n_dma_bytes
+            stats[C_STEPS] = n_updates
+
+    return launch
 
 
-@njit(parallel=True, cache=True)
-def rl_kernel(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
-              heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, count_visits):
-    """Launch on every DPU of ``slots`` at once: one numba worker per DPU at a time."""
-    for k in prange(len(slots)):
-        d = slots[k]
-        _run_dpu(page_table[d], pool, wram[d], n_states, n_actions, tasklets, block_bytes,
-                 heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, count_visits)
+_KERNELS: dict = {}
+
+
+def dpu_kernel(variant: Variant, count_visits: bool):
+    """The compiled launch kernel of ``variant`` (built once per process)."""
+    key = (variant, bool(count_visits))
+    if key not in _KERNELS:
+        _KERNELS[key] = _build_kernel(variant, count_visits)
+    return _KERNELS[key]
 
 
 class RlProgram(DpuProgram):
@@ -212,14 +271,16 @@ class RlProgram(DpuProgram):
         """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
         kernel trusts them, as a DPU program trusts its host); empty when all are fine."""
         heap_records = self.symbols[DPU_MRAM_HEAP_POINTER_NAME].size // RECORD_BYTES
+        codes = Variant(self.algo, self.dtype, self.sampling).codes()
         checks = (
-            (params[:, 0] != ALGO_CODE[self.algo], f"params.algo is not {self.algo}"),
-            (params[:, 1] != DTYPE_CODE[self.dtype], f"params.dtype is not {self.dtype}"),
-            (params[:, 2] != SAMPLING_CODE[self.sampling], f"params.sampling is not {self.sampling}"),
-            (params[:, 3] < 1, "params.stride < 1"),
-            (params[:, 4] < 0, "params.epochs < 0"),
-            ((params[:, 6] < 0) | (params[:, 6] > 2**32), "params.eps_threshold outside [0, 2^32]"),
-            ((params[:, 7] < 1) | (params[:, 7] > 30), "params.frac_bits outside [1, 30]"),
+            (params[:, P_ALGO] != codes["algo"], f"params.algo is not {self.algo}"),
+            (params[:, P_DTYPE] != codes["dtype"], f"params.dtype is not {self.dtype}"),
+            (params[:, P_SAMPLING] != codes["sampling"], f"params.sampling is not {self.sampling}"),
+            (params[:, P_STRIDE] < 1, "params.stride < 1"),
+            (params[:, P_EPOCHS] < 0, "params.epochs < 0"),
+            ((params[:, P_EPS] < 0) | (params[:, P_EPS] > 2**32),
+             "params.eps_threshold outside [0, 2^32]"),
+            ((params[:, P_FRAC] < 1) | (params[:, P_FRAC] > 30), "params.frac_bits outside [1, 30]"),
             ((params[:, P_N_RECORDS] < 0) | (params[:, P_N_RECORDS] > heap_records),
              f"params.n_records outside [0, {heap_records}] (the MRAM heap)"),
         )
@@ -239,10 +300,18 @@ class RlProgram(DpuProgram):
         ok[list(problems)] = False
         faults = [(int(slots[i]), 0, f"bad parameters: {why}") for i, why in problems.items()]
         run = slots[ok]
-        rl_kernel(run, alloc.mram.page_table, alloc.mram.pool,
-                  alloc.wram, self.n_states, self.n_actions, self.tasklets, self.block_bytes,
-                  0, po, sym["rng_state"].offset, sym["stats"].offset,
-                  sym["q_table"].offset, sym["visits"].offset, self.off_buf, self.count_visits)
+        # SARSA's next action is a launch parameter (params.sarsa_draw), as in the C kernel:
+        # each DPU runs the compiled loop of the choice its parameters make.
+        draws = params[ok, P_SARSA_DRAW] != 0
+        for next_action, group in (("logged", run[~draws]), ("epsilon-greedy", run[draws])):
+            if len(group):
+                kernel = dpu_kernel(Variant(self.algo, self.dtype, self.sampling, next_action),
+                                    self.count_visits)
+                run_ranges(lambda lo, hi: kernel(
+                    group[lo:hi], alloc.mram.page_table, alloc.mram.pool, alloc.wram,
+                    self.n_states, self.n_actions, self.tasklets, self.block_bytes, 0, po,
+                    sym["rng_state"].offset, sym["stats"].offset, sym["q_table"].offset,
+                    sym["visits"].offset, self.off_buf), len(group))
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
         counters[~ok] = 0

@@ -12,7 +12,8 @@ import numpy as np
 
 from pimrl.data.records import TRANSITION_DTYPE
 from pimrl.learners import fixedpoint
-from pimrl.learners.params import P_EPOCHS, LearnerParams
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.variants import P_EPOCHS
 from pimrl.learners.reference import check_records
 from pimrl.partition import even_bounds
 from pimrl.pim import cost

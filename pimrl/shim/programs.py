@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 
+from pimrl.learners.variants import ALGO, DTYPE, SAMPLING
 from pimrl.pim.errors import fail
 from pimrl.pim.system import (DPU_MRAM_HEAP_POINTER_NAME, IRAM_BASE, MRAM_BASE, DpuProgram,
                               LaunchResult, Symbol)
@@ -67,7 +68,7 @@ def _swiftrl(query: str, hardware):
     if opts["states"] < 1 or not 1 <= opts["actions"] <= 255:
         raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl: states must be >= 1 and actions in "
                    f"[1, 255]; got states={opts['states']}, actions={opts['actions']}")
-    choices = {"algo": ("q", "sarsa"), "dtype": ("fp32", "int32"), "sampling": ("seq", "str", "ran")}
+    choices = {axis.name: axis.names for axis in (ALGO, DTYPE, SAMPLING)}
     for key, allowed in choices.items():
         if key in opts and opts[key] not in allowed:
             raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl: {key}={opts[key]!r}; use one of "

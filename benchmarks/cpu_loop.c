@@ -1,0 +1,222 @@
+/* cpu_loop.c: the CPU baseline written as plain C, to time pimrl's numba CPU baseline against.
+ *
+ * The same data, the same partitions (one Q-table per partition, P contiguous parts of the
+ * records, each one lane, as SwiftRL's threaded CPU version and `pimrl train --backend cpu`),
+ * the same update order and arithmetic (docs/design.md: float32 without fused multiply-adds,
+ * or saturating Q-format int32; xorshift32 streams seeded by lane number), so its tables
+ * equal the numba baseline's bit for bit and the benchmark checks that they do.
+ *
+ * The variant is fixed when it is built, as in the numba loops:
+ *   cc -O3 -march=native -ffp-contract=off -pthread -DALGO=0 -DIS_INT=0 -DSAMPLING=0 -DDRAW=0 \
+ *      cpu_loop.c -o cpu_loop
+ * Usage: cpu_loop RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q
+ *   RECORDS: raw 16-byte records (reward already in Q format for IS_INT=1); ALPHA and GAMMA
+ *   are float32 bit patterns (IS_INT=0) or Q-format integers (IS_INT=1); OUT_Q receives the
+ *   P tables (raw) then P uint32 lane streams. Prints the training wall time (seconds,
+ *   CLOCK_MONOTONIC around the threads' work only) and the saturation count.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef ALGO
+#define ALGO 0 /* 0 Q-learning, 1 SARSA */
+#endif
+#ifndef IS_INT
+#define IS_INT 0
+#endif
+#ifndef SAMPLING
+#define SAMPLING 0 /* 0 SEQ, 1 STR, 2 RAN */
+#endif
+#ifndef DRAW
+#define DRAW 0 /* SARSA: 1 draws b' epsilon-greedily */
+#endif
+
+#if IS_INT
+typedef int32_t q_t;
+#else
+typedef float q_t;
+#endif
+
+typedef struct {
+    int32_t s, s2;
+    union { float f; int32_t x; } r;
+    uint8_t a, b, term, trunc;
+} rec_t;
+
+static const rec_t *R;
+static q_t *Q;
+static uint32_t *RNG;
+static int64_t N, S, A, P, EPOCHS, STRIDE, FRAC, THREADS;
+static uint64_t EPS;
+static q_t ALPHA, GAMMA;
+static int64_t *SAT;
+
+static inline uint32_t xorshift32(uint32_t x)
+{
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+}
+static inline int64_t below(uint32_t x, int64_t n) { return (int64_t)(((uint64_t)x * (uint64_t)n) >> 32); }
+
+static inline uint32_t fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h;
+}
+static uint32_t lane_seed(uint64_t seed, uint64_t lane)
+{
+    uint32_t base = fmix32((uint32_t)seed ^ fmix32((uint32_t)(seed >> 32) ^ 0x9E3779B9u));
+    uint32_t st = fmix32(base ^ (uint32_t)(lane * 0x9E3779B9u + 1u));
+    return st ? st : 0x6D2B79F5u;
+}
+
+#if IS_INT
+static inline int32_t sat32(int64_t v, int64_t *nsat)
+{
+    if (v > INT32_MAX) { ++*nsat; return INT32_MAX; }
+    if (v < INT32_MIN) { ++*nsat; return INT32_MIN; }
+    return (int32_t)v;
+}
+static inline int32_t fx_mul(int32_t a, int32_t b, int64_t *nsat)
+{
+    int64_t p = (int64_t)a * (int64_t)b;
+    return sat32((p + ((int64_t)1 << (FRAC - 1))) >> FRAC, nsat);
+}
+#endif
+
+static inline q_t row_max(const q_t *row)
+{
+    q_t m = row[0];
+    for (int64_t k = 1; k < A; k++)
+        if (row[k] > m) m = row[k];
+    return m;
+}
+
+static inline void update(q_t *q, const rec_t *x, uint32_t *rng, int64_t *nsat)
+{
+    q_t target;
+#if IS_INT
+    q_t r = x->r.x;
+#else
+    q_t r = x->r.f;
+#endif
+    if (x->term) {
+        target = r;
+    } else {
+        const q_t *row = q + (int64_t)x->s2 * A;
+        q_t m;
+#if ALGO == 0
+        m = row_max(row);
+#elif DRAW
+        *rng = xorshift32(*rng);
+        if ((uint64_t)*rng < EPS) {
+            *rng = xorshift32(*rng);
+            m = row[below(*rng, A)];
+        } else {
+            m = row_max(row);
+        }
+#else
+        m = row[x->b];
+#endif
+#if IS_INT
+        target = sat32((int64_t)r + fx_mul(GAMMA, m, nsat), nsat);
+#else
+        target = r + GAMMA * m;
+#endif
+    }
+    q_t *cell = q + (int64_t)x->s * A + x->a;
+    q_t cur = *cell;
+#if IS_INT
+    int32_t td = sat32((int64_t)target - cur, nsat);
+    *cell = sat32((int64_t)cur + fx_mul(ALPHA, td, nsat), nsat);
+#else
+    *cell = cur + ALPHA * (target - cur);
+#endif
+}
+
+static void *worker(void *arg)
+{
+    int64_t tid = (int64_t)(intptr_t)arg;
+    for (int64_t p = tid; p < P; p += THREADS) {
+        int64_t base = N / P, extra = N % P;
+        int64_t start = p * base + (p < extra ? p : extra);
+        int64_t end = start + base + (p < extra ? 1 : 0), n = end - start;
+        q_t *q = Q + p * S * A;
+        uint32_t rng = RNG[p];
+        int64_t nsat = 0;
+        for (int64_t e = 0; e < EPOCHS; e++) {
+#if SAMPLING == 0
+            for (int64_t j = start; j < end; j++) update(q, &R[j], &rng, &nsat);
+#elif SAMPLING == 1
+            for (int64_t o = 0; o < STRIDE && o < n; o++)
+                for (int64_t j = start + o; j < end; j += STRIDE) update(q, &R[j], &rng, &nsat);
+#else
+            for (int64_t k = 0; k < n; k++) {
+                rng = xorshift32(rng);
+                update(q, &R[start + below(rng, n)], &rng, &nsat);
+            }
+#endif
+        }
+        RNG[p] = rng;
+        SAT[p] = nsat;
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 15) {
+        fprintf(stderr, "usage: %s RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q\n", argv[0]);
+        return 2;
+    }
+    N = atoll(argv[2]); S = atoll(argv[3]); A = atoll(argv[4]); P = atoll(argv[5]);
+    THREADS = atoll(argv[6]); EPOCHS = atoll(argv[7]); STRIDE = atoll(argv[8]);
+    EPS = strtoull(argv[9], NULL, 10); FRAC = atoll(argv[10]);
+    int64_t alpha = atoll(argv[11]), gamma = atoll(argv[12]);
+    uint64_t seed = strtoull(argv[13], NULL, 10);
+#if IS_INT
+    ALPHA = (int32_t)alpha; GAMMA = (int32_t)gamma;
+#else
+    int32_t ab = (int32_t)alpha, gb = (int32_t)gamma;
+    memcpy(&ALPHA, &ab, 4); memcpy(&GAMMA, &gb, 4);
+#endif
+    FILE *f = fopen(argv[1], "rb");
+    rec_t *rec = malloc((size_t)N * sizeof(rec_t));
+    if (!f || !rec || fread(rec, sizeof(rec_t), (size_t)N, f) != (size_t)N) {
+        fprintf(stderr, "%s: cannot read %lld records\n", argv[1], (long long)N);
+        return 1;
+    }
+    fclose(f);
+    R = rec;
+    Q = calloc((size_t)(P * S * A), sizeof(q_t));
+    RNG = malloc((size_t)P * sizeof(uint32_t));
+    SAT = calloc((size_t)P, sizeof(int64_t));
+    for (int64_t p = 0; p < P; p++) RNG[p] = lane_seed(seed, (uint64_t)p);
+    pthread_t th[256];
+    if (THREADS < 1 || THREADS > 256) return 2;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int64_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
+    for (int64_t t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t nsat = 0;
+    for (int64_t p = 0; p < P; p++) nsat += SAT[p];
+    FILE *o = fopen(argv[14], "wb");
+    if (!o || fwrite(Q, sizeof(q_t), (size_t)(P * S * A), o) != (size_t)(P * S * A) ||
+        fwrite(RNG, 4, (size_t)P, o) != (size_t)P || fclose(o)) {
+        fprintf(stderr, "%s: cannot write\n", argv[14]);
+        return 1;
+    }
+    printf("%.9f %lld\n", (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec), (long long)nsat);
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* swiftrl_variants.h: the SwiftRL kernels' variant codes and parameter words.
+ * Generated from pimrl/learners/variants.py (python -m pimrl.dpurt.swiftrl --write-header);
+ * do not edit: a test checks that it matches. Plain C99. */
+#ifndef SWIFTRL_VARIANTS_H
+#define SWIFTRL_VARIANTS_H
+
+/* algo: learning rule (-DSWIFTRL_ALGO=code) */
+#define SWIFTRL_ALGO_Q 0 /* q: Q-learning: bootstraps from max_a' Q[s', a'] */
+#define SWIFTRL_ALGO_SARSA 1 /* sarsa: SARSA: bootstraps from Q[s', b'], b' the next action */
+#define SWIFTRL_ALGO_NAMES "q", "sarsa" /* by code */
+#define SWIFTRL_N_ALGOS 2
+
+/* dtype: arithmetic of the Q-table (-DSWIFTRL_DTYPE=code) */
+#define SWIFTRL_FP32 0 /* fp32: IEEE float32, no fused multiply-add */
+#define SWIFTRL_INT32 1 /* int32: saturating Q-format fixed point (F fractional bits) */
+#define SWIFTRL_DTYPE_NAMES "fp32", "int32" /* by code */
+#define SWIFTRL_N_DTYPES 2
+
+/* sampling: order in which a lane visits its records (-DSWIFTRL_SAMPLING=code) */
+#define SWIFTRL_SEQ 0 /* seq: sequential: start, start+1, ... */
+#define SWIFTRL_STR 1 /* str: strided: offsets 0..k-1 in turn, each in steps of k */
+#define SWIFTRL_RAN 2 /* ran: random: n draws with replacement from the lane's xorshift32 stream */
+#define SWIFTRL_SAMPLING_NAMES "seq", "str", "ran" /* by code */
+#define SWIFTRL_N_SAMPLINGS 3
+
+/* next_action: SARSA's next action b' (a launch parameter, params.sarsa_draw) */
+#define SWIFTRL_NEXT_LOGGED 0 /* logged: the behaviour policy's action stored in the record */
+#define SWIFTRL_NEXT_EPSILON_GREEDY 1 /* epsilon-greedy: drawn epsilon-greedily from Q[s'] with the lane's stream */
+#define SWIFTRL_NEXT_ACTION_NAMES "logged", "epsilon-greedy" /* by code */
+#define SWIFTRL_N_NEXT_ACTIONS 2
+
+#define SWIFTRL_PARAMS_WORDS 16
+/* The word index of each field of the WRAM symbol "params". */
+enum swiftrl_param_index {
+    SWIFTRL_P_ALGO = 0, /* ALGO axis code */
+    SWIFTRL_P_DTYPE = 1, /* DTYPE axis code */
+    SWIFTRL_P_SAMPLING = 2, /* SAMPLING axis code */
+    SWIFTRL_P_STRIDE = 3, /* STR's stride k */
+    SWIFTRL_P_EPOCHS = 4, /* epochs of this launch */
+    SWIFTRL_P_SARSA_DRAW = 5, /* NEXT_ACTION axis code (1: SARSA draws b' epsilon-greedily) */
+    SWIFTRL_P_EPS = 6, /* floor(epsilon * 2^32) */
+    SWIFTRL_P_FRAC = 7, /* F, the Q format's fractional bits */
+    SWIFTRL_P_ALPHA32 = 8, /* alpha as float32 bits */
+    SWIFTRL_P_GAMMA32 = 9, /* gamma as float32 bits */
+    SWIFTRL_P_ALPHA_FX = 10, /* alpha in Q format */
+    SWIFTRL_P_GAMMA_FX = 11, /* gamma in Q format */
+    SWIFTRL_P_N_RECORDS = 12, /* this DPU's transitions, at the start of its MRAM heap */
+};
+
+#endif /* SWIFTRL_VARIANTS_H */

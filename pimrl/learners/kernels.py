@@ -1,0 +1,260 @@
+"""Compiled learning loops, one per variant (:mod:`pimrl.learners.variants`).
+
+:func:`compiled` returns the loops of one :class:`~pimrl.learners.variants.Variant`, compiled
+with the variant's choices (algorithm, dtype, sampling, SARSA's next action) as compile-time
+constants: the hot loop has no per-update dispatch, a lane's cursor and random stream live
+in registers while it runs alone, and the Q-table is the only memory it writes. Each loop is
+a numba closure over those constants; numba caches closures by the values they capture, so a
+variant compiles once per machine and later runs load it from the cache.
+
+The arithmetic and the update order are docs/design.md's: the loops are bit-identical to the
+pure-Python oracle (``oracle.py``) and to the simulator's DPU kernel, which builds on the same
+update primitives (:func:`update_f32`, :func:`update_i32`, :func:`next_index`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from pimrl.learners.fixedpoint import INT32_MAX, INT32_MIN
+from pimrl.learners.variants import (
+    P_ALPHA32, P_ALPHA_FX, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_STRIDE, Variant,
+)
+from pimrl.parallel import run_ranges
+from pimrl.rng import below, xorshift32
+
+SEQ, STR, RAN = 0, 1, 2
+
+
+# --- update primitives: flags are compile-time constants in every caller ------------------
+
+@njit(cache=True, inline="always")
+def sat32(x):
+    """Clamp an int64 to int32: (value, 1 if it saturated else 0)."""
+    if x > INT32_MAX:
+        return np.int32(INT32_MAX), 1
+    if x < INT32_MIN:
+        return np.int32(INT32_MIN), 1
+    return np.int32(x), 0
+
+
+@njit(cache=True, inline="always")
+def fx_mul(a, b, frac):
+    """Q-format product, round half up, saturated: (value, saturations)."""
+    p = np.int64(a) * np.int64(b)
+    return sat32((p + (np.int64(1) << (frac - 1))) >> frac)
+
+
+@njit(cache=True, inline="always")
+def row_max(q, s):
+    """(greedy action, its value) at ``s``: the max starts at Q[s, 0]; lowest index on ties."""
+    best = 0
+    m = q[s, 0]
+    for a in range(1, q.shape[1]):
+        v = q[s, a]
+        if v > m:
+            m = v
+            best = a
+    return best, m
+
+
+@njit(cache=True, inline="always")
+def bootstrap(q, s2, b, is_q, draw, eps, x):
+    """Value of s' for a non-terminal update: (value, new rng state, entries scanned, draws)."""
+    if is_q:
+        _, m = row_max(q, s2)
+        return m, x, q.shape[1], 0
+    if not draw:
+        return q[s2, b], x, 0, 0
+    x = xorshift32(x)
+    if np.uint64(x) < np.uint64(eps):
+        x = xorshift32(x)
+        return q[s2, below(x, q.shape[1])], x, 0, 2
+    _, m = row_max(q, s2)
+    return m, x, q.shape[1], 1
+
+
+@njit(cache=True, inline="always")
+def update_f32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, x):
+    """One FP32 update of ``q`` (float32 (S, A)): (new rng state, scanned, draws)."""
+    scanned = draws = 0
+    if term:
+        target = r
+    else:
+        m, x, scanned, draws = bootstrap(q, s2, b, is_q, draw, eps, x)
+        target = np.float32(r + np.float32(gamma * m))
+    cur = q[s, a]
+    q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
+    return x, scanned, draws
+
+
+@njit(cache=True, inline="always")
+def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
+    """One INT32 Q-format update of ``q`` (int32 (S, A)):
+    (new rng state, scanned, draws, saturations)."""
+    scanned = draws = nsat = 0
+    if term:
+        target = r
+    else:
+        m, x, scanned, draws = bootstrap(q, s2, b, is_q, draw, eps, x)
+        g, f1 = fx_mul(gamma, m, frac)
+        target, f2 = sat32(np.int64(r) + np.int64(g))
+        nsat = f1 + f2
+    cur = q[s, a]
+    td, f3 = sat32(np.int64(target) - np.int64(cur))
+    inc, f4 = fx_mul(alpha, td, frac)
+    new, f5 = sat32(np.int64(cur) + np.int64(inc))
+    q[s, a] = new
+    return x, scanned, draws, nsat + f3 + f4 + f5
+
+
+@njit(cache=True, inline="always")
+def next_index(sampling, stride, start, end, cur, off, x):
+    """A lane's next record in its epoch order (docs/design.md), from its cursor ``cur``,
+    STR offset ``off`` and stream ``x``: (index, cur, off, x). Call it exactly ``end -
+    start`` times per epoch, starting from ``cur = start, off = 0``."""
+    if sampling == RAN:
+        x = xorshift32(x)
+        return start + below(x, end - start), cur, off, x
+    if sampling == SEQ:
+        return cur, cur + 1, off, x
+    nxt = cur + stride                       # STR: offset, offset + k, ...; then the next offset
+    while nxt >= end:
+        off += 1
+        nxt = start + off
+        if off >= stride:
+            break
+    return cur, nxt, off, x
+
+
+@njit(cache=True, inline="always")
+def f32_scalar(bits):
+    """An int64 parameter word holding float32 bits, as float32."""
+    b = np.empty(1, dtype=np.int32)
+    b[0] = bits
+    return b.view(np.float32)[0]
+
+
+@njit(cache=True)
+def learning_rates_f32(scalars):
+    return f32_scalar(scalars[P_ALPHA32]), f32_scalar(scalars[P_GAMMA32])
+
+
+@njit(cache=True)
+def learning_rates_i32(scalars):
+    return np.int32(scalars[P_ALPHA_FX]), np.int32(scalars[P_GAMMA_FX])
+
+
+# --- the loops of one variant ----------------------------------------------------------------
+# A closure per variant holds the loop; its flags are captured constants, so numba drops the
+# branches of the other choices before typing and LLVM inlines the small helpers above with
+# the flags folded in. Closures capture only plain constants: numba keys its cache on their
+# values (a captured function would carry a per-process id and defeat the cache).
+
+def _build(variant: Variant):
+    IS_INT = variant.is_int
+    IS_Q = variant.algo == "q"
+    DRAW = variant.draws_next_action
+    SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
+
+    @njit(nogil=True, cache=True)
+    def partitions(state, action, reward, next_state, next_action, terminated, lanes, rng, q,
+                   scalars, sat, lo, hi):
+        """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
+        docs/design.md."""
+        eps = scalars[P_EPS]
+        frac = scalars[P_FRAC]
+        stride = scalars[P_STRIDE]
+        if IS_INT:
+            alpha, gamma = learning_rates_i32(scalars)
+        else:
+            alpha, gamma = learning_rates_f32(scalars)
+        n_lanes = lanes.shape[1]
+        for p in range(lo, hi):
+            qp = q[p]
+            nsat = 0
+            cur = np.empty(n_lanes, dtype=np.int64)
+            off = np.zeros(n_lanes, dtype=np.int64)
+            xs = rng[p].copy()
+            longest = 0
+            for t in range(n_lanes):
+                longest = max(longest, lanes[p, t, 1] - lanes[p, t, 0])
+            for _ in range(scalars[P_EPOCHS]):
+                for t in range(n_lanes):
+                    cur[t] = lanes[p, t, 0]
+                    off[t] = 0
+                if n_lanes == 1:
+                    # One lane: its cursor and stream in registers.
+                    start, end = lanes[p, 0, 0], lanes[p, 0, 1]
+                    c, o, x = start, 0, xs[0]
+                    for _ in range(end - start):
+                        j, c, o, x = next_index(SAMPLING, stride, start, end, c, o, x)
+                        if IS_INT:
+                            x, _, _, ns = update_i32(qp, state[j], action[j], reward[j],
+                                                     next_state[j], next_action[j],
+                                                     terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                                                     gamma, frac, x)
+                            nsat += ns
+                        else:
+                            x, _, _ = update_f32(qp, state[j], action[j], reward[j],
+                                                 next_state[j], next_action[j],
+                                                 terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                                                 gamma, x)
+                    xs[0] = x
+                    continue
+                for i in range(longest):
+                    for t in range(n_lanes):
+                        start, end = lanes[p, t, 0], lanes[p, t, 1]
+                        if i >= end - start:
+                            continue
+                        j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
+                                                          off[t], xs[t])
+                        if IS_INT:
+                            x, _, _, ns = update_i32(qp, state[j], action[j], reward[j],
+                                                     next_state[j], next_action[j],
+                                                     terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                                                     gamma, frac, x)
+                            nsat += ns
+                        else:
+                            x, _, _ = update_f32(qp, state[j], action[j], reward[j],
+                                                 next_state[j], next_action[j],
+                                                 terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                                                 gamma, x)
+                        xs[t] = x
+            rng[p] = xs
+            sat[p] += nsat
+
+    return partitions
+
+
+@dataclass(frozen=True)
+class CompiledVariant:
+    """The compiled loop of one variant (``loop``: partitions ``lo..hi-1``, GIL released)."""
+
+    variant: Variant
+    loop: object
+
+    def partitions(self, state, action, reward, next_state, next_action, terminated, lanes, rng,
+                   q, scalars, sat, threads: int | None = None) -> None:
+        """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
+        streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
+        or Q-format int32), ``sat`` (P,) saturation counts (added to). The columns are
+        :func:`pimrl.learners.reference.columns`'. Partitions run in parallel on ``threads``
+        threads (default: :func:`pimrl.parallel.threads`)."""
+        run_ranges(lambda lo, hi: self.loop(state, action, reward, next_state, next_action,
+                                            terminated, lanes, rng, q, scalars, sat, lo, hi),
+                   lanes.shape[0], threads)
+
+
+_COMPILED: dict = {}
+
+
+def compiled(variant: Variant) -> CompiledVariant:
+    """The loops of ``variant`` (built once per process; compiled or loaded from numba's cache
+    on first call)."""
+    key = Variant(variant.algo, variant.dtype, variant.sampling, variant.next_action)
+    if key not in _COMPILED:
+        _COMPILED[key] = CompiledVariant(key, _build(key))
+    return _COMPILED[key]

@@ -1,0 +1,245 @@
+"""The kernel variant registry: the one place that says which variants exist, what they are
+called, which integer codes the compiled kernels use for them, and how the kernel's
+parameter words are laid out.
+
+A variant is one choice on each axis: algorithm x dtype x sampling order x SARSA's next
+action. Every backend takes its variants from here: the reference learner and the CPU
+baseline (:mod:`pimrl.learners.kernels`, one compiled loop per variant), the simulator's
+numba DPU kernel (``pimrl.pim.rlprogram``), the GPU baseline, the UPMEM C kernel (its ``-D``
+flags: :meth:`Variant.c_defines`) and ``host/app.c`` (through ``kernels/swiftrl_variants.h``,
+generated from :func:`c_header` by ``python -m pimrl.dpurt.swiftrl --write-header``; a
+test keeps it current).
+
+Adding a choice to an axis (a third algorithm, say) adds one :class:`Choice` here; the
+compiled kernels then need the arithmetic of the new choice and nothing else needs editing
+to learn its name or code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of an axis: its name (as users write it), code (as kernels see it) and a
+    one-line description."""
+
+    name: str
+    code: int
+    description: str
+    c_name: str          # the C header's macro for the code
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dimension of the variant space."""
+
+    name: str
+    description: str
+    c_macro: str         # the C kernel's -D flag for this axis ("": a launch parameter)
+    choices: tuple
+
+    @property
+    def names(self) -> tuple:
+        return tuple(c.name for c in self.choices)
+
+    def code(self, name: str) -> int:
+        return self.choice(name).code
+
+    def choice(self, name: str) -> Choice:
+        for c in self.choices:
+            if c.name == name:
+                return c
+        raise ValueError(f"{self.name} must be one of {', '.join(self.names)}; got {name!r}")
+
+
+ALGO = Axis("algo", "learning rule", "SWIFTRL_ALGO", (
+    Choice("q", 0, "Q-learning: bootstraps from max_a' Q[s', a']", "SWIFTRL_ALGO_Q"),
+    Choice("sarsa", 1, "SARSA: bootstraps from Q[s', b'], b' the next action", "SWIFTRL_ALGO_SARSA"),
+))
+DTYPE = Axis("dtype", "arithmetic of the Q-table", "SWIFTRL_DTYPE", (
+    Choice("fp32", 0, "IEEE float32, no fused multiply-add", "SWIFTRL_FP32"),
+    Choice("int32", 1, "saturating Q-format fixed point (F fractional bits)", "SWIFTRL_INT32"),
+))
+SAMPLING = Axis("sampling", "order in which a lane visits its records", "SWIFTRL_SAMPLING", (
+    Choice("seq", 0, "sequential: start, start+1, ...", "SWIFTRL_SEQ"),
+    Choice("str", 1, "strided: offsets 0..k-1 in turn, each in steps of k", "SWIFTRL_STR"),
+    Choice("ran", 2, "random: n draws with replacement from the lane's xorshift32 stream", "SWIFTRL_RAN"),
+))
+NEXT_ACTION = Axis("next_action", "SARSA's next action b'", "", (
+    Choice("logged", 0, "the behaviour policy's action stored in the record", "SWIFTRL_NEXT_LOGGED"),
+    Choice("epsilon-greedy", 1, "drawn epsilon-greedily from Q[s'] with the lane's stream",
+           "SWIFTRL_NEXT_EPSILON_GREEDY"),
+))
+AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION)
+
+ALGOS, DTYPES, SAMPLINGS, NEXT_ACTIONS = (a.names for a in AXES)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compiled kernel: a choice on every axis. Q-learning ignores ``next_action`` (it is
+    normalised to ``logged`` so equal kernels compare equal)."""
+
+    algo: str = "q"
+    dtype: str = "fp32"
+    sampling: str = "seq"
+    next_action: str = "logged"
+
+    def __post_init__(self):
+        for axis in AXES:
+            axis.choice(getattr(self, axis.name))
+        if self.algo != "sarsa" and self.next_action != "logged":
+            object.__setattr__(self, "next_action", "logged")
+
+    @classmethod
+    def of(cls, params) -> "Variant":
+        """The variant a :class:`~pimrl.learners.params.LearnerParams` (or any object with
+        these attributes) asks for."""
+        return cls(params.algo, params.dtype, params.sampling, params.next_action)
+
+    @property
+    def name(self) -> str:
+        """``algo-dtype-sampling`` (the twelve names the study uses; SARSA's next action is a
+        separate setting)."""
+        return f"{self.algo}-{self.dtype}-{self.sampling}"
+
+    @property
+    def key(self) -> str:
+        """A name that tells every axis apart (``sarsa-fp32-seq+epsilon-greedy``)."""
+        return self.name + (f"+{self.next_action}" if self.draws_next_action else "")
+
+    @property
+    def is_int(self) -> bool:
+        return self.dtype == "int32"
+
+    @property
+    def draws_next_action(self) -> bool:
+        return self.algo == "sarsa" and self.next_action == "epsilon-greedy"
+
+    @property
+    def uses_rng(self) -> bool:
+        return self.sampling == "ran" or self.draws_next_action
+
+    def codes(self) -> dict:
+        """{axis name: integer code}."""
+        return {axis.name: axis.code(getattr(self, axis.name)) for axis in AXES}
+
+    def c_defines(self) -> dict:
+        """The C kernel's ``-D`` flags for this variant."""
+        return {axis.c_macro: axis.code(getattr(self, axis.name)) for axis in AXES if axis.c_macro}
+
+
+#: The twelve algorithm x dtype x sampling names, Q-learning first, then SARSA; FP32 before
+#: INT32; SEQ, STR, RAN.
+ALL_VARIANTS = tuple(f"{a}-{d}-{s}" for a, d, s in product(ALGOS, DTYPES, SAMPLINGS))
+
+
+def all_variants(next_action: str = "logged") -> tuple:
+    """Every :class:`Variant` of :data:`ALL_VARIANTS`, SARSA with ``next_action``."""
+    return tuple(get_variant(n, next_action) for n in ALL_VARIANTS)
+
+
+def parse_variant(name: str) -> dict:
+    """``"sarsa-int32-ran"`` -> ``{"algo": "sarsa", "dtype": "int32", "sampling": "ran"}``
+    (the :class:`~pimrl.learners.params.LearnerParams` fields a variant name sets)."""
+    parts = str(name).strip().lower().split("-")
+    if len(parts) != 3 or parts[0] not in ALGOS or parts[1] not in DTYPES or parts[2] not in SAMPLINGS:
+        raise ValueError(f"unknown variant {name!r}; expected algo-dtype-sampling with algo in "
+                         f"{ALGOS}, dtype in {DTYPES}, sampling in {SAMPLINGS} (e.g. q-fp32-seq)")
+    return {"algo": parts[0], "dtype": parts[1], "sampling": parts[2]}
+
+
+def get_variant(name: str, next_action: str = "logged") -> Variant:
+    """``"sarsa-int32-ran"`` (or its :attr:`Variant.key`, ``...+epsilon-greedy``) -> Variant."""
+    text = str(name).strip().lower()
+    if "+" in text:
+        text, next_action = text.split("+", 1)
+    return Variant(**parse_variant(text), next_action=next_action)
+
+
+def variant_name(algo: str, dtype: str, sampling: str) -> str:
+    return f"{algo}-{dtype}-{sampling}"
+
+
+def expand_variants(spec) -> list:
+    """``"all"`` or a list of names (each validated) -> names in the order given, no repeats."""
+    if spec in (None, "all"):
+        return list(ALL_VARIANTS)
+    if isinstance(spec, str):
+        spec = [spec]
+    out = []
+    for v in spec:
+        names = ALL_VARIANTS if v == "all" else (variant_name(**parse_variant(v)),)
+        out.extend(n for n in names if n not in out)
+    return out
+
+
+# --- the kernel's parameter words -------------------------------------------------------
+
+#: The int64 words of a kernel's ``params`` (the WRAM symbol of the DPU programs, and the
+#: scalars every compiled loop takes), in order; ``PARAMS_WORDS`` words in all, the rest
+#: reserved. Built by ``LearnerParams.kernel_scalars()`` (all but ``n_records``, which the
+#: host sets per DPU).
+PARAM_FIELDS = (
+    ("algo", "ALGO axis code"),
+    ("dtype", "DTYPE axis code"),
+    ("sampling", "SAMPLING axis code"),
+    ("stride", "STR's stride k"),
+    ("epochs", "epochs of this launch"),
+    ("sarsa_draw", "NEXT_ACTION axis code (1: SARSA draws b' epsilon-greedily)"),
+    ("eps_threshold", "floor(epsilon * 2^32)"),
+    ("frac_bits", "F, the Q format's fractional bits"),
+    ("alpha_f32_bits", "alpha as float32 bits"),
+    ("gamma_f32_bits", "gamma as float32 bits"),
+    ("alpha_fx", "alpha in Q format"),
+    ("gamma_fx", "gamma in Q format"),
+    ("n_records", "this DPU's transitions, at the start of its MRAM heap"),
+)
+PARAMS_WORDS = 16
+#: The learner's scalars: every field but the per-DPU record count.
+KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS[:-1])
+P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
+    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS = range(len(PARAM_FIELDS))
+assert len(PARAM_FIELDS) <= PARAMS_WORDS
+
+
+# --- the C header -------------------------------------------------------------------------
+
+HEADER = "swiftrl_variants.h"
+
+
+def c_header() -> str:
+    """The text of ``kernels/swiftrl_variants.h``: the codes and parameter word indices."""
+    lines = [
+        "/* swiftrl_variants.h: the SwiftRL kernels' variant codes and parameter words.",
+        " * Generated from pimrl/learners/variants.py (python -m pimrl.dpurt.swiftrl --write-header);",
+        " * do not edit: a test checks that it matches. Plain C99. */",
+        "#ifndef SWIFTRL_VARIANTS_H",
+        "#define SWIFTRL_VARIANTS_H",
+        "",
+    ]
+    for axis in AXES:
+        how = f"-D{axis.c_macro}=code" if axis.c_macro else "a launch parameter, params.sarsa_draw"
+        lines.append(f"/* {axis.name}: {axis.description} ({how}) */")
+        for c in axis.choices:
+            lines.append(f"#define {c.c_name} {c.code} /* {c.name}: {c.description} */")
+        names = ", ".join(f'"{c.name}"' for c in sorted(axis.choices, key=lambda c: c.code))
+        lines.append(f"#define SWIFTRL_{axis.name.upper()}_NAMES {names} /* by code */")
+        lines.append(f"#define SWIFTRL_N_{axis.name.upper()}S {len(axis.choices)}")
+        lines.append("")
+    lines.append(f"#define SWIFTRL_PARAMS_WORDS {PARAMS_WORDS}")
+    lines.append("/* The word index of each field of the WRAM symbol \"params\". */")
+    lines.append("enum swiftrl_param_index {")
+    for i, (name, what) in enumerate(PARAM_FIELDS):
+        lines.append(f"    SWIFTRL_P_{_c_field(name)} = {i}, /* {what} */")
+    lines.append("};")
+    lines.append("")
+    lines.append("#endif /* SWIFTRL_VARIANTS_H */")
+    return "\n".join(lines) + "\n"
+
+
+def _c_field(name: str) -> str:
+    return {"eps_threshold": "EPS", "frac_bits": "FRAC", "alpha_f32_bits": "ALPHA32",
+            "gamma_f32_bits": "GAMMA32"}.get(name, name.upper())

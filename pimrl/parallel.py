@@ -1,0 +1,42 @@
+"""Running a compiled loop over independent items (partitions, DPUs) on several threads.
+
+The loops are numba functions compiled with ``nogil=True`` that take a contiguous range of
+items; :func:`run_ranges` splits the items into one contiguous range per thread and runs them
+on Python threads, which run truly in parallel while inside the compiled code. (A numba
+``prange`` would do the same work, but compiling a parallel function costs about half as much
+again per variant, and every variant is compiled on its own.) Items never share memory, so
+the results do not depend on the number of threads. The calling thread waits in short steps,
+so Ctrl-C reaches it while the workers run.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, wait
+
+import numba
+
+
+def threads() -> int:
+    """Threads a compiled loop may use here: numba's setting for this thread
+    (``numba.set_num_threads``; default ``NUMBA_NUM_THREADS``, the cores)."""
+    return int(numba.get_num_threads())
+
+
+def run_ranges(fn, n_items: int, n_threads: int | None = None) -> None:
+    """Call ``fn(lo, hi)`` on contiguous ranges covering ``[0, n_items)``, one per thread."""
+    n_threads = threads() if n_threads is None else int(n_threads)
+    n_threads = max(1, min(n_threads, n_items))
+    if n_threads == 1:
+        if n_items:
+            fn(0, n_items)
+        return
+    base, extra = divmod(n_items, n_threads)
+    bounds = [0]
+    for k in range(n_threads):
+        bounds.append(bounds[-1] + base + (1 if k < extra else 0))
+    with ThreadPoolExecutor(n_threads) as pool:
+        futures = [pool.submit(fn, bounds[k], bounds[k + 1]) for k in range(n_threads)]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=0.2)
+        for f in futures:
+            f.result()
