@@ -21,14 +21,14 @@ from pimrl.data import generate_dataset
 from pimrl.envs import make
 from pimrl.learners.kernels import compiled
 from pimrl.learners.params import LearnerParams
-from pimrl.learners.reference import columns
+from pimrl.learners.reference import record_words
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim.trainer import PimTrainer
 from pimrl.rng import lane_seeds
 
 
 def time_bare(records, env, params, n_dpus, tasklets):
-    cols = columns(records, params)
+    cols = record_words(records, params)
     lanes = lane_bounds(even_bounds(len(records), n_dpus), tasklets)
     rng = lane_seeds(params.seed, np.arange(n_dpus * tasklets)).reshape(n_dpus, tasklets)
     q = np.zeros((n_dpus, env.n_states, env.n_actions),

@@ -30,7 +30,7 @@ import numpy as np
 from pimrl.learners.fixedpoint import raw_to_float
 from pimrl.learners.kernels import compiled
 from pimrl.learners.params import LearnerParams
-from pimrl.learners.reference import check_records, columns
+from pimrl.learners.reference import check_records, record_words
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.rng import lane_seeds
 
@@ -65,7 +65,7 @@ _WARM = set()
 
 
 def _prepared(records, params, partitions, lanes):
-    cols = columns(records, params)
+    cols = record_words(records, params)
     part_lanes = lane_bounds(even_bounds(len(records), partitions), lanes)
     seeds = lane_seeds(params.seed, np.arange(partitions * lanes)).reshape(partitions, lanes)
     return cols, np.ascontiguousarray(part_lanes), seeds

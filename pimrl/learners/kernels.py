@@ -160,8 +160,7 @@ def _build(variant: Variant):
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
 
     @njit(nogil=True, cache=True)
-    def partitions(state, action, reward, next_state, next_action, terminated, lanes, rng, q,
-                   scalars, sat, lo, hi):
+    def partitions(words, rewards, lanes, rng, q, scalars, sat, lo, hi):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
         docs/design.md."""
         eps = scalars[P_EPS]
@@ -192,15 +191,17 @@ def _build(variant: Variant):
                     for _ in range(end - start):
                         j, c, o, x = next_index(SAMPLING, stride, start, end, c, o, x)
                         if IS_INT:
-                            x, _, _, ns = update_i32(qp, state[j], action[j], reward[j],
-                                                     next_state[j], next_action[j],
-                                                     terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                            w = words[j, 3]
+                            x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
+                                                     words[j, 1], (w >> 8) & 0xFF,
+                                                     (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                      gamma, frac, x)
                             nsat += ns
                         else:
-                            x, _, _ = update_f32(qp, state[j], action[j], reward[j],
-                                                 next_state[j], next_action[j],
-                                                 terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                            w = words[j, 3]
+                            x, _, _ = update_f32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
+                                                 words[j, 1], (w >> 8) & 0xFF,
+                                                 (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                  gamma, x)
                     xs[0] = x
                     continue
@@ -212,15 +213,17 @@ def _build(variant: Variant):
                         j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                           off[t], xs[t])
                         if IS_INT:
-                            x, _, _, ns = update_i32(qp, state[j], action[j], reward[j],
-                                                     next_state[j], next_action[j],
-                                                     terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                            w = words[j, 3]
+                            x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
+                                                     words[j, 1], (w >> 8) & 0xFF,
+                                                     (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                      gamma, frac, x)
                             nsat += ns
                         else:
-                            x, _, _ = update_f32(qp, state[j], action[j], reward[j],
-                                                 next_state[j], next_action[j],
-                                                 terminated[j] != 0, IS_Q, DRAW, eps, alpha,
+                            w = words[j, 3]
+                            x, _, _ = update_f32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
+                                                 words[j, 1], (w >> 8) & 0xFF,
+                                                 (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                  gamma, x)
                         xs[t] = x
             rng[p] = xs
@@ -236,15 +239,14 @@ class CompiledVariant:
     variant: Variant
     loop: object
 
-    def partitions(self, state, action, reward, next_state, next_action, terminated, lanes, rng,
-                   q, scalars, sat, threads: int | None = None) -> None:
+    def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
+                   threads: int | None = None) -> None:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
-        or Q-format int32), ``sat`` (P,) saturation counts (added to). The columns are
-        :func:`pimrl.learners.reference.columns`'. Partitions run in parallel on ``threads``
-        threads (default: :func:`pimrl.parallel.threads`)."""
-        run_ranges(lambda lo, hi: self.loop(state, action, reward, next_state, next_action,
-                                            terminated, lanes, rng, q, scalars, sat, lo, hi),
+        or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
+        :func:`pimrl.learners.reference.record_words`' two views. Partitions run in parallel
+        on ``threads`` threads (default: :func:`pimrl.parallel.threads`)."""
+        run_ranges(lambda lo, hi: self.loop(words, rewards, lanes, rng, q, scalars, sat, lo, hi),
                    lanes.shape[0], threads)
 
 

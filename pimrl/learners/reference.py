@@ -40,6 +40,19 @@ def check_records(records: np.ndarray, n_states: int, n_actions: int, params: Le
                 f"with the logged next action cannot use (use --next-action epsilon-greedy)")
 
 
+def record_words(records: np.ndarray, params: LearnerParams):
+    """The records as the compiled loops read them: ``(words, rewards)``, two (N, 4) views of
+    one little-endian copy of the 16-byte records (docs/design.md), ``words`` as int32 and
+    ``rewards`` as float32, or, for INT32 kernels, as int32 with the reward rewritten in Q
+    format (as the host does before a push to DPUs). One record is one 16-byte load, as on a
+    DPU and in C: a random sample touches one cache line, not one per field."""
+    words = np.ascontiguousarray(records).copy().view(np.int32).reshape(-1, 4)
+    if params.dtype == "int32":
+        words[:, 2] = fixedpoint.to_fixed(records["reward"], params.frac_bits, "reward")
+        return words, words
+    return words, words.view(np.float32)
+
+
 def columns(records: np.ndarray, params: LearnerParams):
     """The record fields as the arrays a compiled loop takes: (state, action, reward,
     next_state, next_action, terminated), the reward as float32 or, for INT32 kernels, in
@@ -68,7 +81,7 @@ class PartitionResult:
 
 
 def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
-                    lane_ids=None, q_init=None, rng=None, cols=None) -> PartitionResult:
+                    lane_ids=None, q_init=None, rng=None, words=None) -> PartitionResult:
     """Learn one partition. ``lanes``: (T, 2) record ranges, one per tasklet.
 
     ``lane_ids`` (global lane numbers) seed the lanes' streams unless ``rng`` (their current
@@ -83,8 +96,8 @@ def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
     q = (np.zeros((1, n_states, n_actions), raw_dtype) if q_init is None
          else np.array(q_init, dtype=raw_dtype).reshape(1, n_states, n_actions))
     sat = np.zeros(1, np.int64)
-    cols = columns(records, params) if cols is None else cols
-    compiled(params.variant).partitions(*cols, lanes[None], rng, q, params.kernel_scalars(), sat)
+    words = record_words(records, params) if words is None else words
+    compiled(params.variant).partitions(*words, lanes[None], rng, q, params.kernel_scalars(), sat)
     return PartitionResult(q[0], rng[0], int(sat[0]))
 
 
