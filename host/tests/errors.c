@@ -29,9 +29,11 @@ static int failures = 0;
     do {                                                                                        \
         dpu_error_t got_ = (call);                                                              \
         if (got_ != (expected)) {                                                               \
+            char *text_ = dpu_error_to_string(got_); /* malloc'd: the caller frees it */        \
             failures++;                                                                         \
             printf("FAIL line %d: %s\n     gave %d (%s), expected %s\n", __LINE__, #call, got_,  \
-                   dpu_error_to_string(got_), #expected);                                       \
+                   text_, #expected);                                                           \
+            free(text_);                                                                        \
         } else {                                                                                \
             printf("ok   %-36s %s\n", #expected, #call);                                        \
         }                                                                                       \
