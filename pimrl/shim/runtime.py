@@ -35,6 +35,9 @@ COPY_TO, COPY_FROM, BROADCAST, PUSH_TO, PUSH_FROM = 0, 1, 2, 3, 4
 OK = int(DpuErrorCode.DPU_OK)
 INTERNAL = int(DpuErrorCode.DPU_ERR_INTERNAL)
 TRACE = os.environ.get("PIMRL_SHIM_TRACE", "") not in ("", "0")
+#: PIMRL_SHIM_FAST_PATH=0 sends every transfer through Python (the baseline of
+#: benchmarks/bench_shim.py, and a cross-check of the fast path in the tests).
+FAST_PATH = os.environ.get("PIMRL_SHIM_FAST_PATH", "1") != "0"
 # Order of the numbers _pimrl_py_describe writes (PIMRL_HW_* in shim_internal.h).
 HW_FIELDS = ("mram_bytes", "wram_bytes", "iram_bytes", "freq_mhz", "threads", "dpus_per_rank")
 SG_PROFILE_KEY = "sgXferEnable"
@@ -185,7 +188,7 @@ def _publish(entry: _Entry):
     """Tell the C fast path where this allocation's memories and programs are now."""
     m = entry.c.mem
     m.valid = 0
-    if entry.freed:
+    if entry.freed or not FAST_PATH:
         return
     a = entry.alloc
     try:
