@@ -1,0 +1,37 @@
+"""What only pimrl's simulator answers about a :class:`dpu.DpuSet` (not in the SDK).
+
+Use it under ``if getattr(dpu, "PIMRL_SIMULATOR", False):`` so that the same script runs
+with the SDK's package::
+
+    from dpu import simulator
+    with simulator.phase(dpus, "inter_dpu"):
+        dpus.copy(partials, "q_table")
+    simulator.modelled_seconds(dpus)     # {'cpu_dpu': ..., 'dpu_kernel': ..., ...}
+"""
+from __future__ import annotations
+
+import contextlib
+
+from pimrl.pim import cost, system
+
+
+def system_set(dpu_set) -> system.DpuSet:
+    """The :class:`pimrl.pim.system.DpuSet` behind a :class:`dpu.DpuSet`."""
+    return dpu_set._sys
+
+
+def modelled_seconds(dpu_set) -> dict:
+    """Modelled seconds booked so far by the set's allocation, per PrIM time category."""
+    return dict(dpu_set._sys.alloc.ledger.modelled_s)
+
+
+def ledger(dpu_set) -> cost.TimeBreakdown:
+    """The allocation's ledger (every modelled event, in order)."""
+    return dpu_set._sys.alloc.ledger
+
+
+@contextlib.contextmanager
+def phase(dpu_set, category: str):
+    """Count the transfers inside the block as ``category`` (e.g. ``"inter_dpu"``)."""
+    with dpu_set._sys.phase(category):
+        yield
