@@ -187,6 +187,7 @@ class DpuSet:
         self._async_mode = bool(async_mode)
         self._log = None if isinstance(log, list) else log
         self._programs: Dict[str, system.DpuProgram] = {}
+        self._last_launch: Optional[system.LaunchResult] = None
         self._lock = threading.Lock()
         if _system_set is not None:
             self._sys = _system_set
@@ -412,7 +413,8 @@ class DpuSet:
         streams given to the constructor."""
         asynchronous = self._async_mode if async_mode is None else async_mode
         with _translate():
-            self._sys.launch(system.DPU_ASYNCHRONOUS if asynchronous else system.DPU_SYNCHRONOUS)
+            self._last_launch = self._sys.launch(
+                system.DPU_ASYNCHRONOUS if asynchronous else system.DPU_SYNCHRONOUS)
         if not asynchronous:
             self._logfn(log, None)
 

@@ -30,6 +30,12 @@ def ledger(dpu_set) -> cost.TimeBreakdown:
     return dpu_set._sys.alloc.ledger
 
 
+def last_launch(dpu_set) -> system.LaunchResult | None:
+    """What the set's last ``exec`` reported: modelled cycles per DPU, faults, and the
+    program's work counters per DPU (``counters``, for programs that keep them)."""
+    return dpu_set._last_launch
+
+
 @contextlib.contextmanager
 def phase(dpu_set, category: str):
     """Count the transfers inside the block as ``category`` (e.g. ``"inter_dpu"``)."""

@@ -9,6 +9,7 @@
  * record that Python costs, in order, before its next call. */
 #include <string.h>
 
+#include "pimrl_sim.h"
 #include "shim_internal.h"
 
 #define NOT_HERE DPU_ERR_INTERNAL
@@ -163,6 +164,10 @@ static int check_slots(const struct pimrl_alloc *a, uint32_t first, uint32_t end
     return found;
 }
 
+static unsigned long long fast_transfers = 0;
+
+unsigned long long pimrl_sim_fast_path_transfers(void) { return fast_transfers; }
+
 static void record(const struct pimrl_alloc *a, int op, const struct access *x, size_t length, uint32_t n_dpus,
                    uint32_t n_ranks)
 {
@@ -177,6 +182,7 @@ static void record(const struct pimrl_alloc *a, int op, const struct access *x, 
     r.n_ranks = n_ranks;
     r.bytes = length;
     _pimrl_record(&r);
+    fast_transfers++;
 }
 
 static int plain_flags(int flags)

@@ -169,7 +169,9 @@ def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -
     backend = opts.pop("backend", "simulator")
     if backend not in ("simulator", "pimrl"):
         raise fail("INVALID_PROFILE", f"backend={backend!r}: pimrl simulates (use backend=simulator)")
-    opts.pop("nrThreadsPerRank", None)
+    # SDK keys with no simulator meaning (libdpu reads sgXferEnable itself).
+    for key in ("nrThreadsPerRank", "sgXferEnable"):
+        opts.pop(key, None)
     try:
         hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),
                                       parse_overrides(f"{k}={v}" for k, v in opts.items()))

@@ -40,7 +40,6 @@ TRACE = os.environ.get("PIMRL_SHIM_TRACE", "") not in ("", "0")
 FAST_PATH = os.environ.get("PIMRL_SHIM_FAST_PATH", "1") != "0"
 # Order of the numbers _pimrl_py_describe writes (PIMRL_HW_* in shim_internal.h).
 HW_FIELDS = ("mram_bytes", "wram_bytes", "iram_bytes", "freq_mhz", "threads", "dpus_per_rank")
-SG_PROFILE_KEY = "sgXferEnable"
 RECORD_DTYPE = np.dtype([("handle", "<u4"), ("op", "<u4"), ("phase", "<i4"), ("program", "<u4"),
                          ("symbol", "<u4"), ("n_dpus", "<u4"), ("n_ranks", "<u4"), ("pad", "<u4"),
                          ("bytes", "<u8")])
@@ -281,17 +280,9 @@ def py_start():
     return OK
 
 
-def _split_profile(text: str | None):
-    """The profile without the C-only ``sgXferEnable`` key (libdpu reads that itself)."""
-    if not text:
-        return text
-    keep = [item for item in text.split(",") if item.strip().partition("=")[0].strip() != SG_PROFILE_KEY]
-    return ",".join(keep)
-
-
 def py_alloc(count, profile, by_ranks, c_alloc):
     global _next_handle
-    text = _split_profile(_text(profile))
+    text = _text(profile)
     if by_ranks:
         dset = system.dpu_alloc_ranks(int(count), text)
     else:
@@ -325,7 +316,7 @@ def py_describe(c_alloc, rank_ids, enabled, hw):
 
 
 def py_profile_description(profile, hw):
-    machine = system.machine_for_profile(_split_profile(_text(profile)))
+    machine = system.machine_for_profile(_text(profile))
     _hw_numbers(machine.hw, hw)
 
 
