@@ -55,7 +55,7 @@ dpu_error_t dpu_get_profile_description(const char *profile, dpu_description_t *
         return DPU_ERR_SYSTEM;
     if (description == NULL)
         return DPU_ERR_INTERNAL;
-    status = (dpu_error_t)_pimrl_py_profile_description(profile, hw);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_profile_description(profile, hw));
     if (status != DPU_OK)
         return status;
     d = malloc(sizeof(*d));
@@ -217,7 +217,7 @@ static dpu_error_t raw(struct dpu_t *dpu, int to_dpu, int memory, uint64_t offse
         return status;
     if (offset > UINT32_MAX)
         return memory == RAW_MRAM ? DPU_ERR_INVALID_MRAM_ACCESS : DPU_ERR_INVALID_WRAM_ACCESS;
-    return (dpu_error_t)_pimrl_py_raw(&ref, to_dpu, memory, (uint32_t)offset, buffer, (size_t)length);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_raw(&ref, to_dpu, memory, (uint32_t)offset, buffer, (size_t)length));
 }
 
 dpu_error_t dpu_copy_to_mram(struct dpu_t *dpu, mram_addr_t mram_byte_offset, const uint8_t *source, mram_size_t nb_of_bytes)

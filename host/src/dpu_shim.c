@@ -95,6 +95,10 @@ static dpu_error_t fail(dpu_error_t error, const char *message)
     return error;
 }
 
+/* One lock for the simulator's state: the fast path reads the memories Python publishes,
+ * and both queue or book records; host threads may call the API concurrently. */
+pthread_mutex_t _pimrl_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* ----------------------------------------------------------------------------- records */
 
 static struct pimrl_record *records = NULL;
@@ -106,7 +110,7 @@ void _pimrl_record(const struct pimrl_record *record)
         size_t cap = records_cap ? 2 * records_cap : 1024;
         struct pimrl_record *grown = realloc(records, cap * sizeof(*records));
         if (grown == NULL) { /* cannot queue: book it now */
-            _pimrl_py_flush();
+            _pimrl_py_flush(); /* the fast path that called us holds the lock */
             if (nr_records == records_cap)
                 return;
         } else {
@@ -276,7 +280,7 @@ static dpu_error_t alloc_common(uint32_t count, const char *profile, int by_rank
     if (a == NULL)
         return fail(DPU_ERR_SYSTEM, "dpu_alloc: out of host memory");
     a->sg_enabled = sg_requested(profile);
-    status = (dpu_error_t)_pimrl_py_alloc(count, profile, by_ranks, a);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_alloc(count, profile, by_ranks, a));
     if (status != DPU_OK) {
         free(a);
         return status;
@@ -292,7 +296,7 @@ static dpu_error_t alloc_common(uint32_t count, const char *profile, int by_rank
         free(enabled);
         return fail(DPU_ERR_SYSTEM, "dpu_alloc: out of host memory");
     }
-    status = (dpu_error_t)_pimrl_py_describe(a, rank_ids, enabled, hw);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_describe(a, rank_ids, enabled, hw));
     if (status != DPU_OK) {
         free(rank_ids);
         free(enabled);
@@ -352,7 +356,7 @@ dpu_error_t dpu_free(struct dpu_set_t dpu_set)
     RESOLVE(dpu_set, ref, &a);
     if (ref.kind != PIMRL_SET_RANKS || ref.pimrl_rank != PIMRL_ALL_RANKS)
         return fail(DPU_ERR_INVALID_DPU_SET, "dpu_free takes the set returned by dpu_alloc (not one of its ranks or DPUs)");
-    status = (dpu_error_t)_pimrl_py_free(&ref);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_free(&ref));
     if (status == DPU_OK) {
         a->freed = 1;
         a->mem.valid = 0;
@@ -505,7 +509,7 @@ dpu_error_t dpu_load(struct dpu_set_t dpu_set, const char *binary_path, struct d
     struct pimrl_set_ref ref;
     READY();
     RESOLVE(dpu_set, ref, NULL);
-    return (dpu_error_t)_pimrl_py_load(&ref, binary_path, NULL, 0, program);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_load(&ref, binary_path, NULL, 0, program));
 }
 
 dpu_error_t dpu_load_from_memory(struct dpu_set_t dpu_set, uint8_t *buffer, size_t buffer_size,
@@ -516,7 +520,7 @@ dpu_error_t dpu_load_from_memory(struct dpu_set_t dpu_set, uint8_t *buffer, size
     RESOLVE(dpu_set, ref, NULL);
     if (buffer == NULL || buffer_size == 0)
         return fail(DPU_ERR_ELF_INVALID_FILE, "dpu_load_from_memory: the buffer is empty");
-    return (dpu_error_t)_pimrl_py_load(&ref, NULL, buffer, buffer_size, program);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_load(&ref, NULL, buffer, buffer_size, program));
 }
 
 dpu_error_t dpu_load_from_incbin(struct dpu_set_t dpu_set, struct dpu_incbin_t *incbin, struct dpu_program_t **program)
@@ -529,7 +533,7 @@ dpu_error_t dpu_load_from_incbin(struct dpu_set_t dpu_set, struct dpu_incbin_t *
 dpu_error_t dpu_get_symbol(struct dpu_program_t *program, const char *symbol_name, struct dpu_symbol_t *symbol)
 {
     READY();
-    return (dpu_error_t)_pimrl_py_get_symbol(program, symbol_name, symbol);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_get_symbol(program, symbol_name, symbol));
 }
 
 /* ----------------------------------------------------------------------------- execution */
@@ -539,7 +543,7 @@ dpu_error_t dpu_launch(struct dpu_set_t dpu_set, dpu_launch_policy_t policy)
     struct pimrl_set_ref ref;
     READY();
     RESOLVE(dpu_set, ref, NULL);
-    return (dpu_error_t)_pimrl_py_launch(&ref, (int)policy);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_launch(&ref, (int)policy));
 }
 
 dpu_error_t dpu_status(struct dpu_set_t dpu_set, bool *done, bool *fault)
@@ -549,7 +553,7 @@ dpu_error_t dpu_status(struct dpu_set_t dpu_set, bool *done, bool *fault)
     dpu_error_t status;
     READY();
     RESOLVE(dpu_set, ref, NULL);
-    status = (dpu_error_t)_pimrl_py_status(&ref, &d, &f);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_status(&ref, &d, &f));
     if (status == DPU_OK) {
         if (done != NULL)
             *done = d != 0;
@@ -564,7 +568,7 @@ dpu_error_t dpu_sync(struct dpu_set_t dpu_set)
     struct pimrl_set_ref ref;
     READY();
     RESOLVE(dpu_set, ref, NULL);
-    return (dpu_error_t)_pimrl_py_sync(&ref);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_sync(&ref));
 }
 
 /* ----------------------------------------------------------------------------- transfers */
@@ -576,9 +580,9 @@ static dpu_error_t copy(struct dpu_set_t set, int op, const char *name, const st
     struct pimrl_alloc *a;
     READY();
     RESOLVE(set, ref, &a);
-    if (_pimrl_fast_copy(a, &ref, op, name, symbol, offset, buffer, length, flags) == DPU_OK)
+    if (PIMRL_LOCKED(_pimrl_fast_copy(a, &ref, op, name, symbol, offset, buffer, length, flags)) == DPU_OK)
         return DPU_OK;
-    return (dpu_error_t)_pimrl_py_copy(&ref, op, name, symbol, offset, buffer, length, flags);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_copy(&ref, op, name, symbol, offset, buffer, length, flags));
 }
 
 dpu_error_t dpu_copy_to(struct dpu_set_t dpu_set, const char *symbol_name, uint32_t symbol_offset, const void *src,
@@ -671,9 +675,9 @@ static dpu_error_t push(struct dpu_set_t set, int xfer, const char *name, const 
     dpu_error_t status;
     READY();
     RESOLVE(set, ref, &a);
-    status = _pimrl_fast_push(a, &ref, xfer, name, symbol, offset, length, flags);
+    status = PIMRL_LOCKED(_pimrl_fast_push(a, &ref, xfer, name, symbol, offset, length, flags));
     if (status != DPU_OK)
-        status = (dpu_error_t)_pimrl_py_push(&ref, xfer, name, symbol, offset, length, flags, a->prepared);
+        status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_push(&ref, xfer, name, symbol, offset, length, flags, a->prepared));
     if (status == DPU_OK && !(flags & DPU_XFER_NO_RESET))
         clear_prepared(a, &ref);
     return status;
@@ -713,7 +717,7 @@ static dpu_error_t push_sg(struct dpu_set_t set, int xfer, const char *name, con
         return fail(DPU_ERR_INVALID_MEMORY_TRANSFER, "unknown scatter/gather transfer flags");
     if (get_block == NULL || get_block->f == NULL)
         return fail(DPU_ERR_INTERNAL, "dpu_push_sg_xfer: no get_block function");
-    status = (dpu_error_t)_pimrl_py_check_symbol(&ref, name, symbol, offset, length, 1, &resolved);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_check_symbol(&ref, name, symbol, offset, length, 1, &resolved));
     if (status != DPU_OK)
         return status;
     set_slots(a, &ref, &first, &end);
@@ -747,7 +751,7 @@ static dpu_error_t push_sg(struct dpu_set_t set, int xfer, const char *name, con
         index++;
     }
     if (status == DPU_OK)
-        status = (dpu_error_t)_pimrl_py_push(&ref, xfer, NULL, &resolved, offset, length, DPU_XFER_DEFAULT, a->prepared);
+        status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_push(&ref, xfer, NULL, &resolved, offset, length, DPU_XFER_DEFAULT, a->prepared));
     if (status == DPU_OK && xfer == DPU_XFER_FROM_DPU) {
         index = 0;
         for (uint32_t s = first; s < end; s++) {
@@ -829,7 +833,7 @@ static dpu_error_t write_log(struct dpu_t *dpu, FILE *stream)
     RESOLVE(set, ref, NULL);
     if (stream == NULL)
         return fail(DPU_ERR_SYSTEM, "the output stream is NULL");
-    status = (dpu_error_t)_pimrl_py_log(&ref, &text, &length);
+    status = (dpu_error_t)PIMRL_LOCKED(_pimrl_py_log(&ref, &text, &length));
     if (status != DPU_OK)
         return status;
     if (length > 0 && fwrite(text, 1, length, stream) != length)
@@ -858,7 +862,7 @@ dpu_error_t pimrl_sim_set_phase(struct dpu_set_t dpu_set, const char *category)
     struct pimrl_set_ref ref;
     READY();
     RESOLVE(dpu_set, ref, NULL);
-    return (dpu_error_t)_pimrl_py_phase(&ref, category);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_phase(&ref, category));
 }
 
 dpu_error_t pimrl_sim_modelled_seconds(struct dpu_set_t dpu_set, const char *category, double *seconds)
@@ -874,7 +878,7 @@ dpu_error_t pimrl_sim_modelled_seconds(struct dpu_set_t dpu_set, const char *cat
     } else {
         RESOLVE(dpu_set, ref, NULL);
     }
-    return (dpu_error_t)_pimrl_py_modelled(&ref, category, seconds);
+    return (dpu_error_t)PIMRL_LOCKED(_pimrl_py_modelled(&ref, category, seconds));
 }
 
 /* ----------------------------------------------------------------------------- probe */

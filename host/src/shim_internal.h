@@ -124,6 +124,16 @@ struct pimrl_record {
 enum { PIMRL_HW_MRAM, PIMRL_HW_WRAM, PIMRL_HW_IRAM, PIMRL_HW_FREQ_MHZ, PIMRL_HW_THREADS, PIMRL_HW_DPUS_PER_RANK, PIMRL_HW_COUNT };
 
 /* dpu_shim.c */
+extern pthread_mutex_t _pimrl_lock;
+/* Evaluate `call` (a simulator or fast-path call) holding _pimrl_lock. */
+#define PIMRL_LOCKED(call)                                                                     \
+    __extension__({                                                                            \
+        pthread_mutex_lock(&_pimrl_lock);                                                      \
+        __typeof__(call) __pimrl_result = (call);                                              \
+        pthread_mutex_unlock(&_pimrl_lock);                                                    \
+        __pimrl_result;                                                                        \
+    })
+
 int _pimrl_ready(void);
 void _pimrl_set_message(const char *message);
 void _pimrl_set_error(int code, const char *message);
