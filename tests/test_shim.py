@@ -394,7 +394,7 @@ def test_error_program_of_a_user(shim, tmp_path):
             "DPU_ERR_NO_PROGRAM_LOADED", "DPU_ERR_ELF_NO_SUCH_FILE", "DPU_ERR_ELF_INVALID_FILE",
             "DPU_ERR_UNKNOWN_SYMBOL", "DPU_ERR_INVALID_SYMBOL_ACCESS", "DPU_ERR_INVALID_MRAM_ACCESS",
             "DPU_ERR_INVALID_WRAM_ACCESS", "DPU_ERR_INVALID_IRAM_ACCESS",
-            "DPU_ERR_TRANSFER_ALREADY_SET", "DPU_ERR_INVALID_MEMORY_TRANSFER",
+            "DPU_ERR_INVALID_MEMORY_TRANSFER",
             "DPU_ERR_INVALID_LAUNCH_POLICY", "DPU_ERR_DPU_ALREADY_RUNNING", "DPU_ERR_DPU_FAULT",
             "DPU_ERR_DIFFERENT_DPU_PROGRAMS"} <= reached
     assert "=== DPU#0x0 ===" in r.stdout and "diag: launch 2" in r.stdout   # dpu_log_read

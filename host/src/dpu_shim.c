@@ -638,25 +638,19 @@ static uint32_t set_slots(const struct pimrl_alloc *a, const struct pimrl_set_re
     return *end - *first;
 }
 
+/* As the SDK: the buffer replaces any prepared before (NULL takes it back); no other check. */
 dpu_error_t dpu_prepare_xfer(struct dpu_set_t dpu_set, void *buffer)
 {
     struct pimrl_set_ref ref;
     struct pimrl_alloc *a;
     uint32_t first, end;
     RESOLVE(dpu_set, ref, &a);
-    if (buffer == NULL)
-        return fail(DPU_ERR_INVALID_BUFFER_SIZE, "dpu_prepare_xfer: the buffer is NULL");
     set_slots(a, &ref, &first, &end);
-    for (uint32_t s = first; s < end; s++) {
-        if (a->dpu_storage[s].enabled && a->prepared[s] != NULL) {
-            char message[128];
-            snprintf(message, sizeof(message), "DPU %u already has a prepared buffer", s);
-            return fail(DPU_ERR_TRANSFER_ALREADY_SET, message);
-        }
-    }
+    pthread_mutex_lock(&_pimrl_lock);
     for (uint32_t s = first; s < end; s++)
         if (a->dpu_storage[s].enabled)
             a->prepared[s] = buffer;
+    pthread_mutex_unlock(&_pimrl_lock);
     return DPU_OK;
 }
 

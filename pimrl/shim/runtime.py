@@ -427,11 +427,8 @@ def py_copy(ref, op, name, symbol, offset, buffer, length, flags):
         flags = int(flags)
         if flags & DPU_XFER_PARALLEL:
             _check_parallel(dset, sym, offset, length)
-            flags &= ~DPU_XFER_PARALLEL
-        if flags not in (system.DPU_XFER_DEFAULT, system.DPU_XFER_NO_RESET,
-                         system.DPU_XFER_ASYNC, system.DPU_XFER_NO_RESET | system.DPU_XFER_ASYNC):
-            raise fail("INVALID_MEMORY_TRANSFER", f"unknown transfer flags {flags}")
-        dset.broadcast_to(sym, offset, src, flags)
+        # flag bits the SDK does not know, it ignores
+        dset.broadcast_to(sym, offset, src, flags & (system.DPU_XFER_NO_RESET | system.DPU_XFER_ASYNC))
     else:
         raise fail("INTERNAL", f"unknown copy operation {op}")
 
@@ -471,26 +468,26 @@ def py_raw(ref, to_dpu, memory, offset, buffer, length):
 
 
 def py_push(ref, xfer, name, symbol, offset, length, flags, c_prepared):
+    """dpu_push_xfer, with the SDK's checks in its order: one program, the symbol, bounds and
+    alignment, then the direction, then DPU_XFER_PARALLEL (WRAM only); flag bits it does not
+    know are ignored, as the SDK ignores them."""
     dset = _set_of(ref)
     sym = _symbol_arg(dset, name, symbol)
     offset, length, flags = int(offset), int(length), int(flags)
+    resolved = dset._resolve(sym, offset, length)
+    if int(xfer) not in (system.DPU_XFER_TO_DPU, system.DPU_XFER_FROM_DPU):
+        raise fail("INVALID_MEMORY_TRANSFER", f"unknown transfer direction {int(xfer)}")
     if flags & DPU_XFER_PARALLEL:
-        _check_parallel(dset, sym, offset, length)
-        flags &= ~DPU_XFER_PARALLEL
+        _check_parallel(dset, resolved, offset, length)
+    flags &= system.DPU_XFER_NO_RESET | system.DPU_XFER_ASYNC
     prepared = dset.alloc.prepared
     prepared.clear()
-    try:
-        dset._resolve(sym, offset, length)
-        checked = True
-    except DpuError:
-        checked = False          # push_xfer raises the right error before using any buffer
     for s in dset.slots:
         ptr = c_prepared[int(s)]
         if ptr != _ffi.NULL:
-            token = _HostBuffer(_ffi.cast("char *", ptr))
-            prepared[int(s)] = token.view(length) if checked else token
+            prepared[int(s)] = _HostBuffer(_ffi.cast("char *", ptr)).view(length)
     try:
-        dset.push_xfer(int(xfer), sym, offset, length, flags)
+        dset.push_xfer(int(xfer), resolved, offset, length, flags)
     finally:
         prepared.clear()                            # the C layer owns prepared buffers
 
