@@ -65,3 +65,31 @@ def test_a_conflicting_declaration_fails_the_check(shim, tmp_path):  # noqa: F81
                    "int main(void) { return 0; }\n")
     r = sh(f"cc -c {src} -o {tmp_path / 'old.o'} $(dpu-pkg-config --cflags dpu)", env)
     assert r.returncode != 0 and "conflicting types" in r.stderr
+
+
+@needs_cc
+def test_dpu_h_alone_brings_the_low_level_headers(shim, tmp_path):  # noqa: F811
+    _, env = shim
+    src = tmp_path / "only_dpu_h.c"
+    src.write_text("#include <dpu.h>\n"
+                   "int main(void) {\n"
+                   "    struct dpu_set_t set, dpu;\n"
+                   "    DPU_ASSERT(dpu_alloc(2, NULL, &set));\n"
+                   "    DPU_ASSERT(dpu_load(set, \"pimrl:diag\", NULL));\n"
+                   "    DPU_ASSERT(dpu_launch(set, DPU_SYNCHRONOUS));\n"
+                   "    DPU_FOREACH(set, dpu) {\n"
+                   "        printf(\"member %u of rank %u\\n\", dpu_get_member_id(dpu.dpu),\n"
+                   "               dpu_get_rank_id(dpu_get_rank(dpu_from_set(dpu))));\n"
+                   "        DPU_ASSERT(dpulog_read_for_dpu(dpu.dpu, stdout));\n"
+                   "    }\n"
+                   "    printf(\"%u rank(s)\\n\", set.list.nr_ranks);\n"
+                   "    DPU_ASSERT(dpu_free(set));\n"
+                   "    return 0;\n"
+                   "}\n")
+    exe = tmp_path / "only_dpu_h"
+    r = sh(f"cc -Wall -Wextra -Werror {src} -o {exe} $(dpu-pkg-config --cflags --libs dpu)", env)
+    assert r.returncode == 0, r.stderr
+    r = sh(str(exe), env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["member 0 of rank 0", "diag: launch 1 on DPU 0",
+                                     "member 1 of rank 0", "diag: launch 1 on DPU 1", "1 rank(s)"]

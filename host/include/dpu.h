@@ -25,6 +25,13 @@
 #include <dpu_macro_utils.h>
 #include <dpu_fifo.h>
 #include <dpu_bank_interface_pmc.h>
+/* The low-level headers come with dpu.h, so that a program calling dpu_get_rank_id,
+   dpu_copy_to_mram or dpulog_read_for_dpu with only dpu.h included compiles. */
+#include <dpu_log.h>
+#include <dpu_management.h>
+#include <dpu_memory.h>
+#include <dpu_program.h>
+#include <dpu_runner.h>
 
 #ifdef __cplusplus
 extern "C" {
