@@ -126,6 +126,9 @@ class DpuContext:
 
 
 def _byte_view(buffer, writable: bool) -> np.ndarray:
+    if (type(buffer) is np.ndarray and buffer.dtype == np.uint8 and buffer.ndim == 1
+            and buffer.flags.c_contiguous and (buffer.flags.writeable or not writable)):
+        return buffer                                   # rows of a numpy matrix: as they are
     try:
         view = memoryview(buffer)
     except TypeError:
@@ -391,6 +394,15 @@ class DpuSet:
         elif lengths and buffer_size < size:
             raise DpuError("host buffer is too small", "DPU_ERR_INVALID_BUFFER_SIZE")
         slots = self._sys.slots
+        if len(lengths) == len(views) and size > 0:
+            # Every DPU has a buffer: one vectorised transfer, booked as the push would be.
+            if to_dpu:
+                self._sys.scatter_to(symbol, offset, np.stack([v[:size] for v in views]))
+            else:
+                rows = self._sys.gather_from(symbol, offset, size)
+                for view, row in zip(views, rows):
+                    view[:size] = row
+            return
         direction = system.DPU_XFER_TO_DPU if to_dpu else system.DPU_XFER_FROM_DPU
         self._push(direction, {int(s): v for s, v in zip(slots, views) if v is not None},
                    symbol, offset, size, flags)

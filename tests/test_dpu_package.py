@@ -89,3 +89,15 @@ def test_allocation_errors_are_dpu_errors():
     with DpuSet(nr_dpus=1, profile=PROFILE + ",sgXferEnable=true,nrThreadsPerRank=4") as one:
         assert len(one) == 1 and isinstance(simulator.system_set(one), system.DpuSet)
     assert DiagProgram.WORDS == 64
+
+
+def test_none_in_a_list_skips_that_dpu():
+    with DpuSet(nr_dpus=4, profile=PROFILE, binary="pimrl:diag") as dpus:
+        dpus.copy("buffer", bytes(range(16)))                    # every DPU
+        dpus.copy("buffer", [b"\xff" * 16, None, bytearray(b"\xee" * 16), None])
+        back = [bytearray(16) for _ in dpus]
+        dpus.copy(back, "buffer")
+        assert back == [b"\xff" * 16, bytes(range(16)), b"\xee" * 16, bytes(range(16))]
+        partial = [None, bytearray(16), None, None]
+        dpus.copy(partial, "buffer")
+        assert partial[1] == bytes(range(16)) and partial[0] is None
