@@ -405,6 +405,10 @@ def py_sync(ref):
 
 
 def py_copy(ref, op, name, symbol, offset, buffer, length, flags):
+    if op == COPY_FROM and int(ref.kind) != SET_DPU:
+        # the SDK's first check: dpu_copy_from reads one DPU, named as such
+        raise fail("INVALID_DPU_SET", "dpu_copy_from needs a single-DPU set (from DPU_FOREACH); "
+                   "this set is a list of ranks")
     dset = _set_of(ref)
     sym = _symbol_arg(dset, name, symbol)
     offset, length = int(offset), int(length)
