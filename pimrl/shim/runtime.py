@@ -232,16 +232,12 @@ def _book_records():
 
 def _record_cost(entry, op, phase, prog, sym, n_dpus, n_ranks, nbytes):
     """(category, modelled seconds, description) of one fast transfer, as DpuSet books it."""
-    hw = entry.alloc.hw
     name = _programs[id(entry.alloc.programs[prog])].names[sym]
     to_dpu = op in (COPY_TO, BROADCAST, PUSH_TO)
     category = cost.CATEGORIES[phase] if phase >= 0 else ("cpu_dpu" if to_dpu else "dpu_cpu")
-    if op == COPY_FROM or (op == COPY_TO and n_dpus == 1):
-        seconds = cost.serial_transfer_seconds(hw, nbytes * n_dpus, to_dpu)
-    elif op in (COPY_TO, BROADCAST):
-        seconds = cost.broadcast_seconds(hw, nbytes, n_dpus, n_ranks)
-    else:
-        seconds = cost.parallel_transfer_seconds(hw, nbytes, n_dpus, n_ranks, to_dpu)
+    serial = op == COPY_FROM or (op == COPY_TO and n_dpus == 1)
+    broadcast = op == BROADCAST or (op == COPY_TO and n_dpus > 1)
+    seconds = system.transfer_seconds(entry.alloc.hw, to_dpu, nbytes, n_dpus, n_ranks, serial, broadcast)
     what = {COPY_TO: "copy_to", COPY_FROM: "copy_from", BROADCAST: "broadcast",
             PUSH_TO: "push_xfer to", PUSH_FROM: "push_xfer from"}[op]
     return category, seconds, f"{what} {name}"
