@@ -11,8 +11,29 @@ with the SDK's package::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 from pimrl.pim import cost, system
+from pimrl.pim.hardware import PRESETS, Hardware
+
+
+def profile(hardware: Hardware) -> str:
+    """The ``DpuSet(profile=...)`` string that selects ``hardware``: its preset and every
+    number that differs from it (floats written so that they read back exactly)."""
+    base = hardware.name.rstrip("*")                  # with_overrides marks a what-if with "*"
+    if base not in PRESETS:
+        raise ValueError(f"hardware {hardware.name!r} is not a preset (known: {', '.join(PRESETS)})")
+    preset = PRESETS[base]
+    items = [f"hardware={base}"]
+    for field in dataclasses.fields(Hardware):
+        mine, theirs = getattr(hardware, field.name), getattr(preset, field.name)
+        if field.name == "name" or mine == theirs:
+            continue
+        if isinstance(mine, bool) or not isinstance(mine, (int, float)):
+            raise ValueError(f"hardware field {field.name} differs from {hardware.name}'s and is "
+                             "not a number a profile can carry")
+        items.append(f"{field.name}={float(mine)!r}" if isinstance(mine, float) else f"{field.name}={mine}")
+    return ",".join(items)
 
 
 def system_set(dpu_set) -> system.DpuSet:

@@ -101,3 +101,15 @@ def test_none_in_a_list_skips_that_dpu():
         partial = [None, bytearray(16), None, None]
         dpus.copy(partial, "buffer")
         assert partial[1] == bytes(range(16)) and partial[0] is None
+
+
+def test_profile_selects_the_same_hardware():
+    from pimrl.pim.hardware import get_hardware
+
+    for hw in (get_hardware("upmem-640"),
+               get_hardware("upmem-640", {"frequency_hz": 512.5e6, "n_ranks": 3}),
+               get_hardware("upmem-v1b", {"dma_beta": 0.3, "serial_to_dpu_gbps": 1 / 3})):
+        text = simulator.profile(hw)
+        assert system.machine_for_profile(text).hw == hw, text
+        with DpuSet(nr_dpus=1, profile=text) as one:
+            assert simulator.system_set(one).alloc.hw == hw
