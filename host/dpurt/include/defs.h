@@ -4,14 +4,14 @@
 
 #include <stdint.h>
 #include "attributes.h"
+#include "macro_utils.h"
+#include "sysdef.h"
 
 #ifndef NR_TASKLETS
 #define NR_TASKLETS 1
 #endif
 
 #define __PIMRL_DPURT__ 1
-
-typedef uint32_t sysname_t;
 
 /* The id of the running tasklet, 0 .. NR_TASKLETS - 1. */
 sysname_t me(void);
@@ -25,5 +25,7 @@ static inline void nop(void) {}
  * faults as the DPU's `fault` instruction does. */
 void __dpurt_fault(const char *file, int line, const char *what) __attribute__((noreturn));
 #define __builtin_trap() __dpurt_fault(__FILE__, __LINE__, "__builtin_trap()")
+/* Let the other tasklets run (the system library's waiting loops). */
+void __dpurt_yield(void);
 
 #endif

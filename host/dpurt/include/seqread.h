@@ -1,6 +1,7 @@
 /* seqread.h: sequential MRAM readers (pimrl DPU runtime), built on mram_read.
- * SEQREAD_CACHE_SIZE (default 256, a power of two in [32, 1024]) is the bytes one refill
- * reads. */
+ * SEQREAD_CACHE_SIZE (default 256, a power of two in [32, 1024]) sizes the cache: every
+ * refill reads 2 * SEQREAD_CACHE_SIZE bytes, so near the end of an MRAM array it reads the
+ * MRAM that follows it (the next variables or the heap), as on the DPU. */
 #ifndef PIMRL_DPURT_SEQREAD_H
 #define PIMRL_DPURT_SEQREAD_H
 
@@ -11,6 +12,9 @@
 #ifndef SEQREAD_CACHE_SIZE
 #define SEQREAD_CACHE_SIZE 256
 #endif
+_Static_assert(SEQREAD_CACHE_SIZE == 32 || SEQREAD_CACHE_SIZE == 64 || SEQREAD_CACHE_SIZE == 128
+               || SEQREAD_CACHE_SIZE == 256 || SEQREAD_CACHE_SIZE == 512 || SEQREAD_CACHE_SIZE == 1024,
+               "seqread error: invalid cache size defined");
 
 typedef uintptr_t seqreader_buffer_t;
 typedef struct {
@@ -46,6 +50,16 @@ static inline void *seqread_get(void *ptr, uint32_t inc, seqreader_t *reader)
         p -= shift;
     }
     return (void *)p;
+}
+
+/* Move the reader to mram_addr (any alignment); refills the cache unless the address is
+ * already in its first half. Returns the pointer in the cache for mram_addr. */
+static inline void *seqread_seek(__mram_ptr void *mram_addr, seqreader_t *reader)
+{
+    uintptr_t addr = (uintptr_t)mram_addr;
+    if (addr >= reader->mram_addr && addr - reader->mram_addr < SEQREAD_CACHE_SIZE)
+        return (void *)(reader->wram_cache + (addr - reader->mram_addr));
+    return seqread_init(reader->wram_cache, mram_addr, reader);
 }
 
 static inline __mram_ptr void *seqread_tell(void *ptr, seqreader_t *reader)
