@@ -13,6 +13,7 @@
 
 BARRIER_INIT(my_barrier, NR_TASKLETS)
 SEMAPHORE_INIT(my_semaphore, 2)
+SEMAPHORE_INIT(gate, 0)
 MUTEX_INIT(my_mutex);
 
 __host uint32_t errors;
@@ -21,6 +22,8 @@ __host uint32_t counter;          /* guarded by my_mutex */
 __host uint32_t zero_counter;     /* guarded by a zero-initialised mutex_id_t */
 __host uint32_t inside, max_inside;
 __host uint8_t seen_barrier[4];
+__host uint8_t arrived[NR_TASKLETS], released[NR_TASKLETS];
+__host uint32_t n_arrived, n_released;
 mutex_id_t zero_mutex;            /* never initialised: atomic bit 0, as on the DPU */
 uint64_t scratch[NR_TASKLETS] __dma_aligned;
 
@@ -70,7 +73,29 @@ int main(void)
         sem_give(&my_semaphore);
     }
     barrier_wait(&my_barrier);
+    /* A semaphore resumes its waiters first come, first served: tasklets arrive at the
+     * gate in an order of their own (later for lower ids) and leave in that order. */
     if (me() == 0) {
+        n_arrived = n_released = 0;
+        for (int k = 0; k < 2 * NR_TASKLETS; k++)
+            dma_pause();
+        for (int k = 1; k < NR_TASKLETS; k++) {
+            sem_give(&gate);
+            dma_pause();             /* the resumed tasklet records itself meanwhile */
+        }
+    } else {
+        for (int k = 0; k < NR_TASKLETS - (int)me(); k++)
+            dma_pause();
+        arrived[n_arrived++] = (uint8_t)me();
+        sem_take(&gate);
+        released[n_released++] = (uint8_t)me();
+    }
+    barrier_wait(&my_barrier);
+    if (me() == 0) {
+        CHECK(n_arrived == NR_TASKLETS - 1 && n_released == NR_TASKLETS - 1);
+        for (int k = 0; k < NR_TASKLETS - 1; k++)
+            CHECK(arrived[k] == released[k]);
+        CHECK((int8_t)gate.count == 0 && gate.wait_queue == 0xFF);
         CHECK(counter == NR_TASKLETS * ROUNDS);
         CHECK(zero_counter == NR_TASKLETS * ROUNDS);
         CHECK(max_inside == (NR_TASKLETS < 2 ? NR_TASKLETS : 2));

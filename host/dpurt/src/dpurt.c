@@ -141,6 +141,7 @@ struct rt {
     int64_t log_limit;           /* cfg.log_cap, or the program's STDOUT_BUFFER_INIT size */
     uint8_t atomic[DPU_NR_ATOMIC_BITS];   /* atomic bits: 0 free, else owner tasklet + 1 */
     uint64_t both_base_cycles, both_base_instr;   /* perfcounter_get_both's reset point */
+    int sem_arrivals;            /* sem_take waits numbered in arrival order */
     struct sigaction previous[32];
     int handlers;
 };
@@ -660,7 +661,7 @@ struct sem_t {
 };
 
 /* SDK semantics: take decrements and blocks while the count is negative; give increments
- * and, if the count was negative, resumes one waiter (which then owns its unit). */
+ * and, if the count was negative, resumes the longest waiter (which then owns its unit). */
 EXPORT void sem_take(struct sem_t *s)
 {
     S.rt_instr += S.cfg.cost_mutex;
@@ -670,7 +671,7 @@ EXPORT void sem_take(struct sem_t *s)
     if (c >= 0)
         return;
     s->wait_queue = (uint8_t)S.cur;
-    block(W_SEM, s, 0);
+    block(W_SEM, s, S.sem_arrivals++);  /* arrival order: sem_give resumes the first */
 }
 
 EXPORT void sem_give(struct sem_t *s)
@@ -680,13 +681,13 @@ EXPORT void sem_give(struct sem_t *s)
     s->count = (uint8_t)(before + 1);
     if (before >= 0)
         return;
-    for (int k = 1; k <= S.ntask; k++) {
-        int i = (S.cur + k) % S.ntask;
-        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s) {
-            wake(i);
-            break;
-        }
-    }
+    int first = -1;
+    for (int i = 0; i < S.ntask; i++)
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s
+            && (first < 0 || S.t[i].wait_arg < S.t[first].wait_arg))
+            first = i;
+    if (first >= 0)
+        wake(first);
     if ((int8_t)s->count >= 0)
         s->wait_queue = 0xFF;
 }
@@ -963,6 +964,7 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
     if (&__stdout_buffer_size && __stdout_buffer_size < S.log_limit)
         S.log_limit = __stdout_buffer_size;      /* STDOUT_BUFFER_INIT(size) */
     memset(S.atomic, 0, sizeof S.atomic);
+    S.sem_arrivals = 0;
 
     for (int i = 0; i < S.ntask; i++) {
         S.t[i].state = T_READY;
