@@ -3,6 +3,7 @@
  * checks what it sees; the host reads `errors` (0) and the structures' bytes. */
 #include <barrier.h>
 #include <defs.h>
+#include <handshake.h>
 #include <mram.h>
 #include <mutex.h>
 #include <sem.h>
@@ -24,6 +25,8 @@ __host uint32_t inside, max_inside;
 __host uint8_t seen_barrier[4];
 __host uint8_t arrived[NR_TASKLETS], released[NR_TASKLETS];
 __host uint32_t n_arrived, n_released;
+__host uint8_t hs_order[2];
+__host uint32_t n_hs;
 mutex_id_t zero_mutex;            /* never initialised: atomic bit 0, as on the DPU */
 uint64_t scratch[NR_TASKLETS] __dma_aligned;
 
@@ -91,7 +94,20 @@ int main(void)
         released[n_released++] = (uint8_t)me();
     }
     barrier_wait(&my_barrier);
+    /* A notifier that waited for its waiter goes on first once the waiter arrives. */
+    if (me() == 0)
+        n_hs = 0;
+    if (NR_TASKLETS > 1 && me() == 0) {
+        handshake_notify();
+        hs_order[n_hs++] = 0;
+    } else if (me() == 1) {
+        dma_pause();
+        CHECK(handshake_wait_for(0) == 0);
+        hs_order[n_hs++] = 1;
+    }
+    barrier_wait(&my_barrier);
     if (me() == 0) {
+        CHECK(NR_TASKLETS == 1 || (n_hs == 2 && hs_order[0] == 0 && hs_order[1] == 1));
         CHECK(n_arrived == NR_TASKLETS - 1 && n_released == NR_TASKLETS - 1);
         for (int k = 0; k < NR_TASKLETS - 1; k++)
             CHECK(arrived[k] == released[k]);

@@ -646,7 +646,11 @@ EXPORT int handshake_wait_for(uint32_t notifier)
             return EALREADY;
     struct tasklet *n = &S.t[notifier];
     if (n->state == T_BLOCKED && n->wait_kind == W_HS_NOTIFY) {
+        /* Both go on, as on the DPU; the notifier first: it handed over what it had
+         * prepared, and what it does next (e.g. a transfer that the waiter's own transfer
+         * overlaps, as in PrIM's UNI) precedes the waiter's on hardware. */
         wake((int)notifier);
+        yield();
         return 0;
     }
     block(W_HS_WAIT, NULL, (int)notifier);
