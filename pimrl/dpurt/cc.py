@@ -145,7 +145,7 @@ def check_tasklets(flags) -> None:
         raise BuildError(f"NR_TASKLETS={value}: a DPU runs 1 to {MAX_TASKLETS} tasklets")
 
 
-def check_wram(path: Path, flags) -> None:
+def check_wram(path: Path, flags, name: str | None = None) -> None:
     """The built program's WRAM (globals + NR_TASKLETS stacks) must fit the DPU's 64 KiB, as
     the SDK's linker requires; the atomic bits are checked by the linker script."""
     from pimrl.dpurt.elf import Elf
@@ -163,7 +163,7 @@ def check_wram(path: Path, flags) -> None:
              else hw.stack_bytes_per_tasklet)
     need = image + n * stack
     if need > hw.wram_bytes:
-        raise BuildError(f"region `wram' overflowed by {need - hw.wram_bytes} bytes: {image} B of "
+        raise BuildError(f"{name or path.name}: region `wram' overflowed by {need - hw.wram_bytes} bytes: {image} B of "
                          f"WRAM globals + {n} tasklet stacks x {stack} B = {need} B > "
                          f"{hw.wram_bytes} B of WRAM")
 
@@ -214,7 +214,7 @@ def link(objects: list, out: Path, flags: list, verbose=False) -> None:
         tmp_out = Path(tmp) / "program.so"
         _run([cc, *LINK_FLAGS, f"-Wl,-T,{LINKER_SCRIPT}", "-o", tmp_out, *objects,
               syslib_archive(verbose), runtime_object(verbose), info_o], verbose, "linking")
-        check_wram(tmp_out, flags)
+        check_wram(tmp_out, flags, str(out))
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tmp_out, out)
         os.chmod(out, 0o755)
