@@ -3,8 +3,10 @@
  * 16) from mem_alloc; blocks are powers of two of at least 16 bytes, 8-byte aligned (fit
  * for DMA). buddy_alloc returns NULL and sets errno to EINVAL for a size of 0 or above the
  * heap, ENOMEM when no block is free; buddy_free of a pointer anywhere inside an allocated
- * block frees that block, of anything else sets errno to EINVAL. Here buddy_init starts
- * over each time it is called (the WRAM heap is empty again at every boot). */
+ * block frees that block, of anything else sets errno to EINVAL.
+ * Difference: the SDK initialises only at the first call after loading (its state and the
+ * heap bytes it lives in stay in WRAM across launches); here the heap's bytes do not
+ * survive a launch, so buddy_init starts over at every call: call it in every launch. */
 #ifndef PIMRL_DPURT_BUDDY_ALLOC_H
 #define PIMRL_DPURT_BUDDY_ALLOC_H
 
