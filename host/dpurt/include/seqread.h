@@ -27,15 +27,28 @@ static inline seqreader_buffer_t seqread_alloc(void)
     return (seqreader_buffer_t)mem_alloc(2 * SEQREAD_CACHE_SIZE);
 }
 
+/* Move the reader to mram_addr (any alignment): as the SDK's, the cache holds the
+ * SEQREAD_CACHE_SIZE-aligned page of the address and the next one, refilled unless the
+ * address is in the page already cached. Returns the pointer in the cache for mram_addr. */
+static inline void *seqread_seek(__mram_ptr void *mram_addr, seqreader_t *reader)
+{
+    uintptr_t target = (uintptr_t)mram_addr;
+    uintptr_t off = target - reader->mram_addr;
+    if (off & ~(uintptr_t)(SEQREAD_CACHE_SIZE - 1)) {
+        uintptr_t page = target & ~(uintptr_t)(SEQREAD_CACHE_SIZE - 1);
+        mram_read((__mram_ptr void *)page, (void *)reader->wram_cache, 2 * SEQREAD_CACHE_SIZE);
+        reader->mram_addr = page;
+        off = target - page;
+    }
+    return (void *)(reader->wram_cache + off);
+}
+
 static inline void *seqread_init(seqreader_buffer_t cache, __mram_ptr void *mram_addr,
                                  seqreader_t *reader)
 {
-    uintptr_t addr = (uintptr_t)mram_addr;
-    uintptr_t aligned = addr & ~(uintptr_t)7;
     reader->wram_cache = cache;
-    reader->mram_addr = aligned;
-    mram_read((__mram_ptr void *)aligned, (void *)cache, 2 * SEQREAD_CACHE_SIZE);
-    return (void *)(cache + (addr - aligned));
+    reader->mram_addr = ~(uintptr_t)0 & ~(uintptr_t)(SEQREAD_CACHE_SIZE - 1);  /* nothing cached */
+    return seqread_seek(mram_addr, reader);
 }
 
 static inline void *seqread_get(void *ptr, uint32_t inc, seqreader_t *reader)
@@ -50,16 +63,6 @@ static inline void *seqread_get(void *ptr, uint32_t inc, seqreader_t *reader)
         p -= shift;
     }
     return (void *)p;
-}
-
-/* Move the reader to mram_addr (any alignment); refills the cache unless the address is
- * already in its first half. Returns the pointer in the cache for mram_addr. */
-static inline void *seqread_seek(__mram_ptr void *mram_addr, seqreader_t *reader)
-{
-    uintptr_t addr = (uintptr_t)mram_addr;
-    if (addr >= reader->mram_addr && addr - reader->mram_addr < SEQREAD_CACHE_SIZE)
-        return (void *)(reader->wram_cache + (addr - reader->mram_addr));
-    return seqread_init(reader->wram_cache, mram_addr, reader);
 }
 
 static inline __mram_ptr void *seqread_tell(void *ptr, seqreader_t *reader)
