@@ -38,7 +38,7 @@ LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
 #: built and instrumented like a program's sources, linked as an archive (only what a
 #: program uses, as from the SDK's runtime library).
 SYSLIB_SRC = REPO / "host" / "dpurt" / "lib"
-ABI = 1
+ABI = 2
 #: The SDK's limits, checked at build time as its compiler and linker do.
 MAX_TASKLETS = 24
 
@@ -96,7 +96,7 @@ def runtime_object(verbose=False) -> Path:
     """The runtime compiled once per source version (cached)."""
     src = RUNTIME_SRC.read_bytes()
     cc = host_cc()
-    key = hashlib.sha256(src + cc.encode() + b"abi1").hexdigest()[:16]
+    key = hashlib.sha256(src + cc.encode() + b"abi2").hexdigest()[:16]
     out = cache_dir() / f"dpurt-{key}.o"
     if not out.exists():
         tmp = out.with_suffix(f".{os.getpid()}.tmp.o")
@@ -110,7 +110,7 @@ def runtime_object(verbose=False) -> Path:
 def syslib_archive(verbose=False) -> Path:
     """The system library (host/dpurt/lib/*.c), instrumented, as a static archive (cached
     per source version)."""
-    h = hashlib.sha256(host_cc().encode() + b"abi1")
+    h = hashlib.sha256(host_cc().encode() + b"abi2")
     for f in sorted(SYSLIB_SRC.glob("*.c")) + sorted(INCLUDE.glob("*.h")) + [
             Path(__file__).with_name("instrument.py"), Path(__file__)]:
         h.update(f.name.encode() + f.read_bytes())

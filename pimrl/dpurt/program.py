@@ -31,7 +31,7 @@ from pimrl.pim.errors import fail
 from pimrl.pim.memory import PAGE_BYTES
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
-ABI = 1
+ABI = 2
 #: Instructions charged per runtime call (the call sequence in the program is counted too).
 RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 2.0,
                  "alloc": 6.0, "printf": 50.0}

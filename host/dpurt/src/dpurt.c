@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define DPURT_ABI 1
+#define DPURT_ABI 2
 #define MAX_TASKLETS 24
 #define MRAM_BASE 0x08000000u
 #define PAGE_SHIFT 12
