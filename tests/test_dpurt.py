@@ -368,7 +368,7 @@ def test_outside_reduction_dpu_side(tmp_path):
         assert np.array_equal(sim.read_each("mram_total", np.uint64)[:, 0], data.sum(axis=1))
 
 
-@pytest.mark.parametrize("name", ["vector_add", "reduction"])
+@pytest.mark.parametrize("name", ["vector_add", "reduction", "histogram"])
 def test_outside_programs_build_with_their_makefiles_and_pass(name, tmp_path):
     """`make test` with pimrl's bin first on PATH: host side via dpu-pkg-config (the shim),
     DPU side via dpu-upmem-dpurte-clang; the program checks its own result."""
