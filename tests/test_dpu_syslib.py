@@ -208,3 +208,16 @@ def test_bad_mutex_pointer_faults_the_dpu_without_a_host_pointer(tmp_path):
         msg = str(exc.value)
         assert "mutex_lock: WRAM address 0x" in msg and "is not a mutex" in msg
         assert "0x7f" not in msg
+
+
+def test_halt_faults_the_dpu_as_in_the_sdk(tmp_path):
+    src = ("#include <defs.h>\n#include <stdint.h>\n__host uint32_t reached;\n"
+           "int main(void) { if (me() == 1) halt(); reached++; return 0; }\n")
+    r, out = sdk_build(tmp_path, "halting.c", 2, src_text=src)
+    assert r.returncode == 0, r.stderr
+    with DpuSim(program=out, nr_dpus=1) as sim:
+        with pytest.raises(DpuError) as exc:
+            sim.launch()
+        assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT
+        assert "tasklet 1: halt() (FAULT_HALT) at " in str(exc.value)
+        assert str(exc.value).endswith("halting.c:4")
