@@ -374,9 +374,11 @@ class DpuRtProgram(DpuProgram):
         self.dma_unaligned += unaligned
         if unaligned and not self._warned_unaligned:
             self._warned_unaligned = True
-            warnings.warn(f"{self.name}: {unaligned} DMA transfer(s) at an MRAM or WRAM address that "
-                          "is not a multiple of 8 ran on the address aligned down, as the DPU's DMA "
-                          "engine does (PIMRL_DPURT_STRICT_DMA=1 makes them fault)", stacklevel=2)
+            # Reported against the DPU program file (not this line): what a user should look at.
+            warnings.warn_explicit(f"{unaligned} DMA transfer(s) at an MRAM or WRAM address that "
+                                   "is not a multiple of 8 ran on the address aligned down, as the "
+                                   "DPU's DMA engine does (PIMRL_DPURT_STRICT_DMA=1 makes them fault)",
+                                   UserWarning, self.path, 0)
         self.last_launch = {"slots": slots.copy(), "instructions": instr, "dma_cycles": dma,
                             "cycles": np.asarray(cycles, dtype=np.float64), "per_dpu": per_slot,
                             "dma_unaligned": unaligned}
