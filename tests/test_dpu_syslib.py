@@ -221,3 +221,17 @@ def test_halt_faults_the_dpu_as_in_the_sdk(tmp_path):
         assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT
         assert "tasklet 1: halt() (FAULT_HALT) at " in str(exc.value)
         assert str(exc.value).endswith("halting.c:4")
+
+
+@pytest.mark.parametrize("line,words", [
+    ("MUTEX_POOL_INIT(pool, 3)", "power of two"),
+    ("VMUTEX_INIT(vm, 12, 2)", "multiple of 8"),
+    ("BARRIER_INIT(b, 200)", "signed byte"),
+    ("STDOUT_BUFFER_INIT(12)", "positive multiple of 8"),
+])
+def test_sdk_compile_time_checks(tmp_path, line, words):
+    src = ("#include <barrier.h>\n#include <defs.h>\n#include <mutex_pool.h>\n#include <stdio.h>\n"
+           f"#include <vmutex.h>\n{line}\nint main(void) {{ return 0; }}\n")
+    r, out = sdk_build(tmp_path, "checks.c", 2, src_text=src)
+    assert r.returncode != 0 and not out.exists()
+    assert words in r.stderr

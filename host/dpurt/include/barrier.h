@@ -15,7 +15,7 @@ typedef struct barrier_t {
 /* Like the SDK's expansion, this one ends with ';' (so it may be written without one) and
  * takes one atomic bit. */
 #define BARRIER_INIT(_name, _count) \
-    _Static_assert((_count) < 128 && (_count) >= -127, "barrier counter must be encoded on a byte"); \
+    _Static_assert((_count) < 128 && (_count) >= -127, "BARRIER_INIT: the tasklet count must fit in a signed byte"); \
     ATOMIC_BIT_INIT(__CONCAT(barrier_, _name)); \
     barrier_t _name = {0xFF, (uint8_t)(_count), (uint8_t)(_count), 0};
 

@@ -13,8 +13,8 @@ struct mutex_pool {
 
 /* NB_MUTEXES: a power of two. Ends with ';' like the SDK's. */
 #define MUTEX_POOL_INIT(NAME, NB_MUTEXES) \
-    _Static_assert((NB_MUTEXES) > 0, "Number of hw mutexes should be at least 1."); \
-    _Static_assert(__builtin_popcount(NB_MUTEXES) == 1, "Number of hardware mutexes should be a power of 2"); \
+    _Static_assert((NB_MUTEXES) > 0, "at least one hardware mutex is needed"); \
+    _Static_assert(__builtin_popcount(NB_MUTEXES) == 1, "the hardware mutex count must be a power of two"); \
     uint8_t __atomic_bit hw_mutexes_##NAME[NB_MUTEXES] = {0}; \
     struct mutex_pool NAME = {.hw_mutexes = hw_mutexes_##NAME, .hw_mutexes_mask = (NB_MUTEXES) - 1};
 

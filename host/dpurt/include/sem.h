@@ -14,7 +14,7 @@ typedef struct sem_t {
 
 /* Ends with ';' like the SDK's expansion; takes one atomic bit. */
 #define SEMAPHORE_INIT(_name, _value) \
-    _Static_assert((_value) < 128 && (_value) >= -127, "semaphore counter must be encoded on a byte"); \
+    _Static_assert((_value) < 128 && (_value) >= -127, "SEMAPHORE_INIT: the initial count must fit in a signed byte"); \
     ATOMIC_BIT_INIT(__CONCAT(semaphore_, _name)); \
     sem_t _name = {0xFF, (uint8_t)(_value), (uint8_t)(_value), 0};
 

@@ -14,7 +14,7 @@
 #endif
 _Static_assert(SEQREAD_CACHE_SIZE == 32 || SEQREAD_CACHE_SIZE == 64 || SEQREAD_CACHE_SIZE == 128
                || SEQREAD_CACHE_SIZE == 256 || SEQREAD_CACHE_SIZE == 512 || SEQREAD_CACHE_SIZE == 1024,
-               "seqread error: invalid cache size defined");
+               "SEQREAD_CACHE_SIZE must be 32, 64, 128, 256, 512 or 1024");
 
 typedef uintptr_t seqreader_buffer_t;
 typedef struct {

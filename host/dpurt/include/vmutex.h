@@ -16,9 +16,9 @@ struct vmutex {
 
 /* NB_VMUTEXES: a multiple of 8; NB_MUTEXES: a power of two. Ends with ';' like the SDK's. */
 #define VMUTEX_INIT(NAME, NB_VMUTEXES, NB_MUTEXES) \
-    _Static_assert((NB_MUTEXES) > 0, "Number of hw mutexes should be at least 1."); \
-    _Static_assert(__builtin_popcount(NB_MUTEXES) == 1, "Number of hardware mutexes should be a power of 2"); \
-    _Static_assert(((NB_VMUTEXES) & 7) == 0, "Number of virtual mutexes should be a multiple of 8"); \
+    _Static_assert((NB_MUTEXES) > 0, "at least one hardware mutex is needed"); \
+    _Static_assert(__builtin_popcount(NB_MUTEXES) == 1, "the hardware mutex count must be a power of two"); \
+    _Static_assert(((NB_VMUTEXES) & 7) == 0, "the virtual mutex count must be a multiple of 8"); \
     uint8_t __atomic_bit hw_mutexes_##NAME[NB_MUTEXES] = {0}; \
     uint8_t vmutex_##NAME[(NB_VMUTEXES) >> 3] = {0}; \
     struct vmutex NAME = {.vm = vmutex_##NAME, .hw_mutexes = hw_mutexes_##NAME, \

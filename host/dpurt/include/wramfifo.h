@@ -43,18 +43,18 @@ struct dpu_output_fifo_t {
 };
 
 #define INPUT_FIFO_INIT(name, INPUT_FIFO_PTR_SIZE, INPUT_FIFO_DATA_SIZE) \
-    _Static_assert((INPUT_FIFO_PTR_SIZE) <= 10, "wram fifo error: invalid input pointer size defined, should be lower than 10"); \
+    _Static_assert((INPUT_FIFO_PTR_SIZE) <= 10, "INPUT_FIFO_INIT: the pointer size is at most 10 bits"); \
     _Static_assert((INPUT_FIFO_DATA_SIZE) && ((INPUT_FIFO_DATA_SIZE) & 7) == 0, \
-                   "wram fifo error: invalid input data size defined, should be strictly positive and a multiple of 8"); \
+                   "INPUT_FIFO_INIT: the element size must be a positive multiple of 8"); \
     __host uint8_t __get_fifo_data_name(name)[(1 << (INPUT_FIFO_PTR_SIZE)) * (INPUT_FIFO_DATA_SIZE)]; \
     __dma_aligned uint8_t __get_fifo_tmp_data_name(name)[NR_TASKLETS * (INPUT_FIFO_DATA_SIZE)]; \
     __host struct dpu_input_fifo_t name = {0, 0, __get_fifo_data_name(name), __get_fifo_tmp_data_name(name), \
                                            (INPUT_FIFO_PTR_SIZE), (INPUT_FIFO_DATA_SIZE)};
 
 #define OUTPUT_FIFO_INIT(name, OUTPUT_FIFO_PTR_SIZE, OUTPUT_FIFO_DATA_SIZE) \
-    _Static_assert((OUTPUT_FIFO_PTR_SIZE) <= 10, "wram fifo error: invalid output pointer size defined, should be lower than 10"); \
+    _Static_assert((OUTPUT_FIFO_PTR_SIZE) <= 10, "OUTPUT_FIFO_INIT: the pointer size is at most 10 bits"); \
     _Static_assert((OUTPUT_FIFO_DATA_SIZE) && ((OUTPUT_FIFO_DATA_SIZE) & 7) == 0, \
-                   "wram fifo error: invalid output data size defined, should be strictly positive and a multiple of 8"); \
+                   "OUTPUT_FIFO_INIT: the element size must be a positive multiple of 8"); \
     __host uint8_t __get_fifo_data_name(name)[(1 << (OUTPUT_FIFO_PTR_SIZE)) * (OUTPUT_FIFO_DATA_SIZE)]; \
     __dma_aligned uint8_t __get_fifo_tmp_data_name(name)[NR_TASKLETS * (OUTPUT_FIFO_DATA_SIZE)]; \
     __host struct dpu_output_fifo_t name = {0, 0, __get_fifo_data_name(name), __get_fifo_tmp_data_name(name), \
