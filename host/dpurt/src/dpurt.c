@@ -419,8 +419,17 @@ static int64_t mram_offset(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     uintptr_t sec = (uintptr_t)S.cfg.mram_sec;
-    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_bytes)
+    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_bytes) {
+        /* the window past the variables is host address space: never a WRAM buffer */
+        if (a >= sec + (uintptr_t)S.cfg.mram_sec_size && S.heap && a >= (uintptr_t)S.heap
+            && a < (uintptr_t)S.heap + (uintptr_t)S.cfg.wram_bytes)
+            return -1;
+        for (int i = 0; i < MAX_TASKLETS && a >= sec + (uintptr_t)S.cfg.mram_sec_size; i++)
+            if (S.t[i].stack && a >= (uintptr_t)S.t[i].stack - 4096
+                && a < (uintptr_t)S.t[i].stack + S.t[i].stack_size)
+                return -1;
         return (int64_t)(a - sec);
+    }
     if (a >= MRAM_BASE && a < MRAM_BASE + (uintptr_t)S.cfg.mram_bytes)
         return (int64_t)(a - MRAM_BASE);
     return -1;
