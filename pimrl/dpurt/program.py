@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from pimrl.pim.errors import fail
 from pimrl.pim.memory import PAGE_BYTES
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
-ABI = 1
+ABI = 2
 #: Instructions charged per runtime call (the call sequence in the program is counted too).
 RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 2.0,
                  "alloc": 6.0, "printf": 50.0}
@@ -66,7 +67,8 @@ class _Result(ctypes.Structure):
                 ("sync_calls", ctypes.c_int64), ("heap_peak", ctypes.c_int64),
                 ("log", ctypes.c_void_p), ("log_len", ctypes.c_int64),
                 ("log_truncated", ctypes.c_int64), ("n_new_pages", ctypes.c_int64),
-                ("new_page_ids", ctypes.c_void_p), ("new_page_data", ctypes.c_void_p)]
+                ("new_page_ids", ctypes.c_void_p), ("new_page_data", ctypes.c_void_p),
+                ("dma_unaligned", ctypes.c_int64)]
 
 
 class _Launch(ctypes.Structure):
@@ -247,6 +249,9 @@ class DpuRtProgram(DpuProgram):
         self._pool = None
         self._costs = {}
         self.last_launch = None
+        #: DMA transfers aligned down (addresses not a multiple of 8) over every launch so far.
+        self.dma_unaligned = 0
+        self._warned_unaligned = False
 
     # ------------------------------------------------------------ model
     def stack_bytes(self, hw) -> int:
@@ -341,7 +346,8 @@ class DpuRtProgram(DpuProgram):
                 detail = {"instructions": r.instructions, "runtime_instructions": r.runtime_instructions,
                           "dma_reads": r.dma_reads, "dma_read_bytes": r.dma_read_bytes,
                           "dma_writes": r.dma_writes, "dma_write_bytes": r.dma_write_bytes,
-                          "sync_calls": r.sync_calls, "heap_peak": r.heap_peak}
+                          "sync_calls": r.sync_calls, "heap_peak": r.heap_peak,
+                          "dma_unaligned": r.dma_unaligned}
                 if r.n_new_pages < 0:
                     faults.append((s, -1, "out of host memory for MRAM pages"))
                 for k in range(max(int(r.n_new_pages), 0)):
@@ -364,8 +370,18 @@ class DpuRtProgram(DpuProgram):
                         for s in slots])
         cycles = cost.dpu_cycles(hw, instr, dma, self.nr_tasklets) if len(slots) else np.zeros(0)
         faults.sort()
+        unaligned = sum(int(d["dma_unaligned"]) for d in per_slot.values())
+        self.dma_unaligned += unaligned
+        if unaligned and not self._warned_unaligned:
+            self._warned_unaligned = True
+            # Reported against the DPU program file (not this line): what a user should look at.
+            warnings.warn_explicit(f"{unaligned} DMA transfer(s) at an MRAM or WRAM address that "
+                                   "is not a multiple of 8 ran on the address aligned down, as the "
+                                   "DPU's DMA engine does (PIMRL_DPURT_STRICT_DMA=1 makes them fault)",
+                                   UserWarning, self.path, 0)
         self.last_launch = {"slots": slots.copy(), "instructions": instr, "dma_cycles": dma,
-                            "cycles": np.asarray(cycles, dtype=np.float64), "per_dpu": per_slot}
+                            "cycles": np.asarray(cycles, dtype=np.float64), "per_dpu": per_slot,
+                            "dma_unaligned": unaligned}
         return LaunchResult(cycles=np.asarray(cycles, dtype=np.float64), faults=faults)
 
     def __repr__(self):

@@ -27,13 +27,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define DPURT_ABI 1
+#define DPURT_ABI 2
 #define MAX_TASKLETS 24
 #define MRAM_BASE 0x08000000u
 #define PAGE_SHIFT 12
 #define PAGE_BYTES (1 << PAGE_SHIFT)
 #define DMA_MIN 8
 #define DMA_MAX 2048
+#define DPU_NR_ATOMIC_BITS 256
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -76,6 +77,7 @@ struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
     int64_t n_new_pages;
     int64_t *new_page_ids;
     uint8_t *new_page_data;
+    int64_t dma_unaligned;              /* transfers whose addresses were aligned down */
 };
 
 struct dpurt_launch {                   /* pimrl/dpurt/program.py: _Launch */
@@ -135,6 +137,11 @@ struct rt {
     uint64_t perf_base;
     int perf_mode;
     volatile int in_tasklet;     /* a tasklet (not the scheduler) runs on this copy */
+    int strict_dma;              /* PIMRL_DPURT_STRICT_DMA: unaligned DMA addresses fault */
+    int64_t log_limit;           /* cfg.log_cap, or the program's STDOUT_BUFFER_INIT size */
+    uint8_t atomic[DPU_NR_ATOMIC_BITS];   /* atomic bits: 0 free, else owner tasklet + 1 */
+    uint64_t both_base_cycles, both_base_instr;   /* perfcounter_get_both's reset point */
+    int sem_arrivals;            /* sem_take waits numbered in arrival order */
     struct sigaction previous[32];
     int handlers;
 };
@@ -309,6 +316,26 @@ EXPORT uint64_t perfcounter_config(int config, _Bool reset_value)
     return previous;
 }
 
+/* v1B: both counters at once, relative to the last perfcounter_get_both(true) (or boot). */
+struct perfcounter_pair {
+    uint64_t cycles;
+    uint64_t instr;
+};
+
+EXPORT struct perfcounter_pair perfcounter_get_both(_Bool should_reset)
+{
+    S.rt_instr += 1;
+    double instr = instructions_so_far();
+    uint64_t c = (uint64_t)model_cycles(instr, dma_cycles_so_far()), i = (uint64_t)instr;
+    struct perfcounter_pair r = {c >= S.both_base_cycles ? c - S.both_base_cycles : 0,
+                                 i >= S.both_base_instr ? i - S.both_base_instr : 0};
+    if (should_reset) {
+        S.both_base_cycles = c;
+        S.both_base_instr = i;
+    }
+    return r;
+}
+
 /* ------------------------------------------------------------------ MRAM */
 static uint8_t *new_page(int64_t page)
 {
@@ -385,35 +412,80 @@ static void mram_copy(int64_t off, uint8_t *wram, int64_t n, int to_mram)
     }
 }
 
-/* A DPU MRAM offset for a pointer: a 32-bit DPU address, or the host address of an
- * __mram variable. -1 if it is neither. */
+/* A DPU MRAM offset for a pointer: a 32-bit DPU address, or a host address at or after the
+ * MRAM variables (`&var + k` reaches the MRAM that follows var, as on the DPU, e.g. a
+ * read-ahead past the last __mram_noinit array). -1 if it is neither. */
 static int64_t mram_offset(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     uintptr_t sec = (uintptr_t)S.cfg.mram_sec;
-    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_sec_size)
+    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_bytes) {
+        /* the window past the variables is host address space: never a WRAM buffer */
+        if (a >= sec + (uintptr_t)S.cfg.mram_sec_size && S.heap && a >= (uintptr_t)S.heap
+            && a < (uintptr_t)S.heap + (uintptr_t)S.cfg.wram_bytes)
+            return -1;
+        for (int i = 0; i < MAX_TASKLETS && a >= sec + (uintptr_t)S.cfg.mram_sec_size; i++)
+            if (S.t[i].stack && a >= (uintptr_t)S.t[i].stack - 4096
+                && a < (uintptr_t)S.t[i].stack + S.t[i].stack_size)
+                return -1;
         return (int64_t)(a - sec);
+    }
     if (a >= MRAM_BASE && a < MRAM_BASE + (uintptr_t)S.cfg.mram_bytes)
         return (int64_t)(a - MRAM_BASE);
     return -1;
 }
 
+/* How a fault message names an address: as the DPU would (an MRAM or WRAM address, or a
+ * small integer), never as a host pointer. */
+static void describe_addr(const void *p, char *out, size_t cap)
+{
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t img = (uintptr_t)S.cfg.image;
+    int64_t off = mram_offset(p);
+    if (off >= 0)
+        snprintf(out, cap, "MRAM address 0x%08llx", (unsigned long long)(off + MRAM_BASE));
+    else if (a >= img && a < img + (uintptr_t)S.cfg.image_size)
+        snprintf(out, cap, "WRAM address 0x%05llx (a WRAM variable)", (unsigned long long)(a - img));
+    else if (S.heap && a >= (uintptr_t)S.heap && a < (uintptr_t)S.heap + (uintptr_t)S.cfg.wram_bytes)
+        snprintf(out, cap, "a WRAM heap address (offset %llu in the heap)",
+                 (unsigned long long)(a - (uintptr_t)S.heap));
+    else if (S.cur >= 0 && S.cur < MAX_TASKLETS && S.t[S.cur].stack
+             && a >= (uintptr_t)S.t[S.cur].stack && a < (uintptr_t)S.t[S.cur].stack + S.t[S.cur].stack_size)
+        snprintf(out, cap, "a WRAM address on the stack of tasklet %d", S.cur);
+    else if (a < ((uintptr_t)1 << 32))
+        snprintf(out, cap, "address 0x%llx", (unsigned long long)a);
+    else
+        snprintf(out, cap, "an address outside the DPU's WRAM and MRAM");
+}
+
 static void dma(const char *fn, const void *mram, void *wram, unsigned int n, int to_mram)
 {
     int64_t off = mram_offset(mram);
-    uintptr_t ma = (uintptr_t)mram;
-    if (n < DMA_MIN || n > DMA_MAX || n % 8)
-        fault("%s of %u bytes: the size must be a multiple of 8 in [8, 2048] "
-              "(MRAM address 0x%08llx)", fn, n, (unsigned long long)(off >= 0 ? off + MRAM_BASE : ma));
-    if (off < 0)
-        fault("%s: %p is not an MRAM address (MRAM spans 0x%08x..0x%08llx)", fn, mram,
+    char where[96];
+    if (n < DMA_MIN || n > DMA_MAX || n % 8) {
+        describe_addr(mram, where, sizeof where);
+        fault("%s of %u bytes: the size must be a multiple of 8 in [8, 2048] (%s)", fn, n, where);
+    }
+    if (off < 0) {
+        describe_addr(mram, where, sizeof where);
+        fault("%s: %s is not an MRAM address (MRAM spans 0x%08x..0x%08llx)", fn, where,
               MRAM_BASE, (unsigned long long)(MRAM_BASE + S.cfg.mram_bytes));
-    if (off % 8)
-        fault("%s of %u bytes: MRAM address 0x%08llx is not 8-byte aligned", fn, n,
-              (unsigned long long)(off + MRAM_BASE));
-    if ((uintptr_t)wram % 8)
-        fault("%s of %u bytes: WRAM buffer %p is not 8-byte aligned (use __dma_aligned)", fn,
-              n, wram);
+    }
+    if (off % 8 || (uintptr_t)wram % 8) {
+        /* The DMA engine ignores the low three bits of both addresses. */
+        if (S.strict_dma) {
+            if (off % 8)
+                fault("%s of %u bytes: MRAM address 0x%08llx is not 8-byte aligned "
+                      "(strict DMA: PIMRL_DPURT_STRICT_DMA)", fn, n,
+                      (unsigned long long)(off + MRAM_BASE));
+            describe_addr(wram, where, sizeof where);
+            fault("%s of %u bytes: WRAM buffer (%s) is not 8-byte aligned (use __dma_aligned; "
+                  "strict DMA: PIMRL_DPURT_STRICT_DMA)", fn, n, where);
+        }
+        off &= ~(int64_t)7;
+        wram = (void *)((uintptr_t)wram & ~(uintptr_t)7);
+        S.res->dma_unaligned++;
+    }
     if (off + n > S.cfg.mram_bytes)
         fault("%s of %u bytes at MRAM address 0x%08llx runs past the end of MRAM", fn, n,
               (unsigned long long)(off + MRAM_BASE));
@@ -462,21 +534,28 @@ EXPORT void *mem_reset(void)
 }
 
 /* ------------------------------------------------------------------ synchronisation */
+/* The SDK's layouts (barrier.h, sem.h): programs may read these fields. wait_queue is 0xFF
+ * when no tasklet waits, else the id of the last tasklet that started waiting; lock is the
+ * structure's atomic bit (unused here: the scheduler is cooperative). */
 struct barrier_t {
-    uint32_t count;
-    uint32_t arrived;
+    uint8_t wait_queue;
+    uint8_t count;                 /* tasklets still expected before the barrier opens */
+    uint8_t initial_count;
+    uint8_t lock;
 };
 
 EXPORT void barrier_wait(struct barrier_t *b)
 {
     S.rt_instr += S.cfg.cost_barrier;
     S.res->sync_calls++;
-    if (b->count == 0 || b->count > (uint32_t)S.ntask)
+    if (b->initial_count == 0 || b->initial_count > (uint32_t)S.ntask)
         fault("barrier_wait: barrier of %u tasklets can never open with NR_TASKLETS=%d",
-              b->count, S.ntask);
-    b->arrived++;
-    if (b->arrived >= b->count) {
-        b->arrived = 0;
+              b->initial_count, S.ntask);
+    if (b->count == 0 || b->count > b->initial_count)
+        b->count = b->initial_count;   /* a count the program broke: restart the round */
+    if (--b->count == 0) {
+        b->count = b->initial_count;
+        b->wait_queue = 0xFF;
         for (int i = 0; i < S.ntask; i++)
             if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_BARRIER
                 && S.t[i].wait_obj == b)
@@ -484,49 +563,71 @@ EXPORT void barrier_wait(struct barrier_t *b)
         yield();
         return;
     }
+    b->wait_queue = (uint8_t)S.cur;
     block(W_BARRIER, b, 0);
 }
 
-struct dpurt_mutex {
-    uint8_t locked;
-    uint8_t owner;
-};
+/* Mutexes are atomic bits, as on the DPU: a mutex_id_t is the address of a byte of the
+ * dpurt_atomic section (ATOMIC_BIT_INIT), or the bit number itself (the hardware uses the
+ * low 8 bits of the register, so a zero-initialised mutex_id_t is bit 0). */
+extern uint8_t __atomic_start_addr[] __attribute__((weak, visibility("hidden")));
+extern uint8_t __atomic_end_addr[] __attribute__((weak, visibility("hidden")));
 
-EXPORT _Bool mutex_trylock(struct dpurt_mutex *m)
+static uint8_t *atomic_bit(const char *fn, const uint8_t *m)
+{
+    uintptr_t a = (uintptr_t)m;
+    uintptr_t lo = (uintptr_t)__atomic_start_addr, hi = (uintptr_t)__atomic_end_addr;
+    if (lo && a >= lo && a < hi)
+        return &S.atomic[(a - lo) % DPU_NR_ATOMIC_BITS];
+    if (a < DPU_NR_ATOMIC_BITS)
+        return &S.atomic[a];
+    char where[96];
+    describe_addr(m, where, sizeof where);
+    fault("%s: %s is not a mutex (declare it with MUTEX_INIT, or an __atomic_bit byte)", fn, where);
+}
+
+EXPORT _Bool mutex_trylock(uint8_t *mutex)
 {
     S.rt_instr += S.cfg.cost_mutex;
-    if (m->locked)
+    uint8_t *bit = atomic_bit("mutex_trylock", mutex);
+    if (*bit)
         return 0;
-    m->locked = 1;
-    m->owner = (uint8_t)S.cur;
+    *bit = (uint8_t)(S.cur + 1);
     return 1;
 }
 
-EXPORT void mutex_lock(struct dpurt_mutex *m)
+EXPORT void mutex_lock(uint8_t *mutex)
 {
     S.rt_instr += S.cfg.cost_mutex;
     S.res->sync_calls++;
-    if (!m->locked) {
-        m->locked = 1;
-        m->owner = (uint8_t)S.cur;
+    uint8_t *bit = atomic_bit("mutex_lock", mutex);
+    if (!*bit) {
+        *bit = (uint8_t)(S.cur + 1);
         return;
     }
-    block(W_MUTEX, m, 0);              /* the unlocker hands the mutex over */
+    block(W_MUTEX, bit, 0);            /* the unlocker hands the mutex over */
 }
 
-EXPORT void mutex_unlock(struct dpurt_mutex *m)
+EXPORT void mutex_unlock(uint8_t *mutex)
 {
     S.rt_instr += S.cfg.cost_mutex;
+    uint8_t *bit = atomic_bit("mutex_unlock", mutex);
     for (int k = 1; k <= S.ntask; k++) {
         int i = (S.cur + k) % S.ntask;
-        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_MUTEX && S.t[i].wait_obj == m) {
-            m->owner = (uint8_t)i;
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_MUTEX && S.t[i].wait_obj == bit) {
+            *bit = (uint8_t)(i + 1);
             wake(i);
             return;
         }
     }
-    m->locked = 0;
-    m->owner = 0xff;
+    *bit = 0;
+}
+
+/* Let the other tasklets run (used by the system library's waiting loops). */
+EXPORT void __dpurt_yield(void)
+{
+    S.rt_instr += 1;
+    yield();
 }
 
 EXPORT void handshake_notify(void)
@@ -554,7 +655,11 @@ EXPORT int handshake_wait_for(uint32_t notifier)
             return EALREADY;
     struct tasklet *n = &S.t[notifier];
     if (n->state == T_BLOCKED && n->wait_kind == W_HS_NOTIFY) {
+        /* Both go on, as on the DPU; the notifier first: it handed over what it had
+         * prepared, and what it does next (e.g. a transfer that the waiter's own transfer
+         * overlaps, as in PrIM's UNI) precedes the waiter's on hardware. */
         wake((int)notifier);
+        yield();
         return 0;
     }
     block(W_HS_WAIT, NULL, (int)notifier);
@@ -562,38 +667,54 @@ EXPORT int handshake_wait_for(uint32_t notifier)
 }
 
 struct sem_t {
-    int32_t count;
+    uint8_t wait_queue;
+    uint8_t count;                 /* units available, as a signed byte: < 0 means waiters */
+    uint8_t initial_count;
+    uint8_t lock;
 };
 
+/* SDK semantics: take decrements and blocks while the count is negative; give increments
+ * and, if the count was negative, resumes the longest waiter (which then owns its unit). */
 EXPORT void sem_take(struct sem_t *s)
 {
     S.rt_instr += S.cfg.cost_mutex;
     S.res->sync_calls++;
-    while (s->count <= 0)
-        block(W_SEM, s, 0);
-    s->count--;
+    int8_t c = (int8_t)(s->count - 1);
+    s->count = (uint8_t)c;
+    if (c >= 0)
+        return;
+    s->wait_queue = (uint8_t)S.cur;
+    block(W_SEM, s, S.sem_arrivals++);  /* arrival order: sem_give resumes the first */
 }
 
 EXPORT void sem_give(struct sem_t *s)
 {
     S.rt_instr += S.cfg.cost_mutex;
-    s->count++;
-    for (int k = 1; k <= S.ntask; k++) {
-        int i = (S.cur + k) % S.ntask;
-        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s) {
-            wake(i);
-            return;
-        }
-    }
+    int8_t before = (int8_t)s->count;
+    s->count = (uint8_t)(before + 1);
+    if (before >= 0)
+        return;
+    int first = -1;
+    for (int i = 0; i < S.ntask; i++)
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s
+            && (first < 0 || S.t[i].wait_arg < S.t[first].wait_arg))
+            first = i;
+    if (first >= 0)
+        wake(first);
+    if ((int8_t)s->count >= 0)
+        s->wait_queue = 0xFF;
 }
 
 /* ------------------------------------------------------------------ log (printf) */
+/* Defined by STDOUT_BUFFER_INIT(size) in the program (stdio.h): the log's capacity. */
+extern const unsigned int __stdout_buffer_size __attribute__((weak, visibility("hidden")));
+
 static void log_append(const char *s, int64_t n)
 {
     if (n <= 0)
         return;
-    if (S.log_len + n > S.cfg.log_cap) {
-        n = S.cfg.log_cap - S.log_len;
+    if (S.log_len + n > S.log_limit) {
+        n = S.log_limit - S.log_len;
         S.res->log_truncated = 1;
         if (n <= 0)
             return;
@@ -681,11 +802,14 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
                          S.t[S.cur].stack_size);
             else if (sig == SIGSEGV && a >= g && a < g + sizeof guard_page)
                 snprintf(S.res->fault_reason, sizeof S.res->fault_reason,
-                         "access past the end of the program's WRAM globals (address %p)",
-                         info->si_addr);
-            else
-                snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "%s at address %p",
-                         what, info->si_addr);
+                         "access past the end of the program's WRAM globals (WRAM address "
+                         "0x%05llx)", (unsigned long long)(a - (uintptr_t)S.cfg.image));
+            else {
+                char where[96];
+                describe_addr(info->si_addr, where, sizeof where);
+                snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "%s at %s", what,
+                         where);
+            }
         }
         sigset_t set;
         sigemptyset(&set);
@@ -847,7 +971,13 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
     S.rt_instr = 0;
     S.perf_base = 0;
     S.perf_mode = 1;
+    S.both_base_cycles = S.both_base_instr = 0;
     S.log_len = 0;
+    S.log_limit = S.cfg.log_cap;
+    if (&__stdout_buffer_size && __stdout_buffer_size < S.log_limit)
+        S.log_limit = __stdout_buffer_size;      /* STDOUT_BUFFER_INIT(size) */
+    memset(S.atomic, 0, sizeof S.atomic);
+    S.sem_arrivals = 0;
 
     for (int i = 0; i < S.ntask; i++) {
         S.t[i].state = T_READY;
@@ -925,6 +1055,8 @@ EXPORT int dpurt_run(const struct dpurt_launch *L)
     ss.ss_size = 65536;
     ss.ss_flags = 0;
     int have_alt = altstack && sigaltstack(&ss, &old) == 0;
+    const char *strict = getenv("PIMRL_DPURT_STRICT_DMA");
+    S.strict_dma = strict && *strict && strcmp(strict, "0") != 0;
     tls_running = 1;
     for (int64_t k = 0; k < L->n; k++)
         run_one(&L->results[k], L, L->slots[k]);
