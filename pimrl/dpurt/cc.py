@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 INCLUDE = REPO / "host" / "dpurt" / "include"
 RUNTIME_SRC = REPO / "host" / "dpurt" / "src" / "dpurt.c"
 LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
-ABI = 1
+ABI = 2
 
 #: Flags every DPU source is compiled with (after the user's, so they win).
 CODE_FLAGS = ["-fPIC", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
@@ -90,7 +90,7 @@ def runtime_object(verbose=False) -> Path:
     """The runtime compiled once per source version (cached)."""
     src = RUNTIME_SRC.read_bytes()
     cc = host_cc()
-    key = hashlib.sha256(src + cc.encode() + b"abi1").hexdigest()[:16]
+    key = hashlib.sha256(src + cc.encode() + b"abi%d" % ABI).hexdigest()[:16]
     out = cache_dir() / f"dpurt-{key}.o"
     if not out.exists():
         tmp = out.with_suffix(f".{os.getpid()}.tmp.o")

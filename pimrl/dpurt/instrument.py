@@ -3,13 +3,20 @@
 The compiler driver compiles every DPU source to assembly (``gcc -S``), passes it through
 :func:`instrument`, and assembles the result. A *block* starts at every function entry, at
 every label a jump or a jump table refers to, and after every conditional jump; it ends at
-the next block start or after a jump or return. At each block start the driver inserts
+the next block start or after a jump or return. At each block start the driver inserts (:data:`PROBE`)
 
-    pushfq; addq $1, .Ldpurt_bbc+8*k(%rip); popfq
+    pushfq; addq $1, .Ldpurt_bbc+8*k(%rip)
+    pushq %rax; movq .Ldpurt_bbw+8*k(%rip), %rax     # the block's DPU cost (fixed point)
+    addq __dpurt_icount(%rip), %rax; movq %rax, __dpurt_icount(%rip)
+    cmpq __dpurt_ilimit(%rip), %rax; popq %rax
+    jb 1f; call __dpurt_preempt; 1: popfq
 
-(flags preserved; the driver compiles with ``-mno-red-zone`` so the push is safe), so every
-DPU run yields exact execution counts of the program's own blocks. The inserted lines are
-not counted. Each block's static instructions are classified (:func:`classify`) into plain
+(flags and registers preserved; the driver compiles with ``-mno-red-zone`` so the pushes
+are safe), so every DPU run yields exact execution counts of the program's own blocks, the
+running tasklet's modelled instructions advance block by block, and a tasklet that has run
+a quantum of instructions without a runtime call can give way to an earlier one (the
+runtime fills ``dpurt_bbw`` with the block costs when it is set up). The inserted lines
+are not counted. Each block's static instructions are classified (:func:`classify`) into plain
 instructions and emulated operations; ``block_cost`` turns a block into DPU instructions
 with the hardware's ``op_instructions`` (docs/dpu-runtime.md, "Time").
 """
@@ -48,6 +55,19 @@ _FREE = {"nop", "nopw", "nopl", "endbr64", "endbr32", "notrack"}
 _MOVE_PREFIXES = ("mov", "lea", "push", "pop", "cmov", "set", "call", "jmp", "ret", "cvt",
                   "cqto", "cltq", "cltd", "cwtl", "cqo", "xchg", "prefetch", "pxor",
                   "xorps", "xorpd", "movs", "movz", "stos", "rep")
+#: Inserted at every block start (k-th block: ``off`` = 8 k).
+PROBE = """\tpushfq
+\taddq\t$1, .Ldpurt_bbc+{off}(%rip)
+\tpushq\t%rax
+\tmovq\t.Ldpurt_bbw+{off}(%rip), %rax
+\taddq\t__dpurt_icount(%rip), %rax
+\tmovq\t%rax, __dpurt_icount(%rip)
+\tcmpq\t__dpurt_ilimit(%rip), %rax
+\tpopq\t%rax
+\tjb\t1f
+\tcall\t__dpurt_preempt
+1:
+\tpopfq"""
 _REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
 
 
@@ -207,9 +227,7 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
             k = len(blocks)
             cur = [0.0, {}, function]
             blocks.append(cur)
-            out.append("\tpushfq")
-            out.append(f"\taddq\t$1, .Ldpurt_bbc+{8 * k}(%rip)")
-            out.append("\tpopfq")
+            out.extend(PROBE.format(off=8 * k).splitlines())
             pending = False
         plain, op, n = classify(m, ops, next_instr.get(i))
         cur[0] += plain
@@ -226,6 +244,13 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
     out.append("\t.p2align 3")
     out.append(".Ldpurt_bbc:")
     out.append(f"\t.zero\t{8 * n}")
+    out.append("\t.section\tdpurt_bbw,\"aw\",@nobits")
+    out.append("\t.p2align 3")
+    out.append(".Ldpurt_bbw:")
+    out.append(f"\t.zero\t{8 * n}")
+    out.append("\t.hidden\t__dpurt_icount")
+    out.append("\t.hidden\t__dpurt_ilimit")
+    out.append("\t.hidden\t__dpurt_preempt")
     text = json.dumps(info, separators=(",", ":")) + "\n"
     if not blocks:
         info["blocks"] = [[0.0, {}, "?"]]

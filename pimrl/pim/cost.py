@@ -165,7 +165,13 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int) 
     """Modelled cycles per DPU from its counters ((n_dpus, len(COUNTERS)) int64).
 
     Instructions from the counters times their costs; DMA alpha + beta * bytes per transfer;
-    the two combined by :func:`dpu_cycles`.
+    the two combined by :func:`dpu_cycles` for one tasklet at a time, whatever ``tasklets``
+    is: the round-robin update order of docs/design.md is a token passed from tasklet to
+    tasklet (the C kernel's handshake ring), and each step of a lane (record fetch, decode,
+    update) runs while its tasklet holds the token, so the DPU's pipeline and DMA engine
+    serve one tasklet at a time (``tasklets`` only changes the per-update synchronisation
+    cost, in :func:`update_instruction_costs`). The DPU runtime, which schedules tasklets in
+    modelled time, gives the same for the C kernel (tests/test_dpurt.py).
     """
     counts = np.asarray(counts, dtype=np.float64)
     instr = (counts[:, C["updates"]] * costs["updates"]
@@ -176,7 +182,7 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int) 
              + counts[:, C["dma_reads"]] * costs["dma_reads"])
     dma = (counts[:, C["dma_reads"]] * hw.dma_alpha_read + counts[:, C["dma_writes"]] * hw.dma_alpha_write
            + (counts[:, C["dma_read_bytes"]] + counts[:, C["dma_write_bytes"]]) * hw.dma_beta)
-    return dpu_cycles(hw, instr, dma, tasklets)
+    return dpu_cycles(hw, instr, dma, 1)
 
 
 # ----------------------------------------------------------------------------- the ledger
