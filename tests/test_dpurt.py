@@ -98,7 +98,7 @@ def test_sarsa_logged_large_stride_and_sync_rounds():
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
 def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
     """The runtime's estimate (counted basic blocks x DPU instruction costs, exact DMA)
-    within 15 % of the numba path's counted model, at 16, 11, 4 and 1 tasklets."""
+    within 5 % of the numba path's counted model, at 16, 11, 4 and 1 tasklets."""
     records = random_records(20000, S, A, seed=11)
     p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=1, stride=5,
                       next_action="epsilon-greedy" if algo == "sarsa" else "logged")
@@ -107,7 +107,7 @@ def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
         trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets, kernel=lambda *a, **k: made.append(
             swiftrl.swiftrl_program(*a, **k)) or made[-1]).fit(records, S, A)
         agreement = swiftrl.model_agreement(made[-1])
-        assert agreement["max_rel_diff"] < 0.15, (tasklets, agreement)
+        assert agreement["max_rel_diff"] < 0.05, (tasklets, agreement)
 
 
 def test_kernel_checks_its_variant_and_wram():
@@ -541,7 +541,7 @@ def test_dma_alpha_plus_beta_size_and_one_engine(timing_programs):
     big = _timed(timing_programs[1], 1, 2048)[0][0]
     assert big - small == pytest.approx(hw.dma_beta * 2040, abs=2)
     # the call sequences around the transfer are a few instructions at 11 cycles each
-    assert 0 < small - (hw.dma_alpha_read + hw.dma_beta * 8) < 11 * 20
+    assert 0 < small - (hw.dma_alpha_read + hw.dma_beta * 8) < 11 * 25
     per = hw.dma_alpha_read + hw.dma_beta * 2048
     t1 = _timed(timing_programs[1], 2, 20)[0][0]
     assert 20 * per < t1 < 20 * (per + 11 * 15)       # latency bound, plus the loop's instructions

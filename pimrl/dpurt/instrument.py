@@ -71,15 +71,64 @@ PROBE = """\tpushfq
 _REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
 
 
-def classify(mnemonic: str, operands: str, next_mnemonic: str | None) -> tuple[float, str | None, int]:
+_ALU = ("add", "sub", "and", "or", "xor", "adc", "sbb", "neg", "not", "inc", "dec", "shl",
+        "shr", "sar", "sal", "rol", "ror", "cmp", "test")
+_REG_NAME = re.compile(r"%([a-z0-9]+)")
+_MEM = re.compile(r"\(([^)]*)\)")
+
+
+def _reg_family(name: str) -> str:
+    """``rax``/``eax``/``ax``/``al`` -> ``a``; ``r8``/``r8d``/``r8b`` -> ``r8``."""
+    m = re.fullmatch(r"r(\d+)[dwb]?", name)
+    if m:
+        return "r" + m.group(1)
+    name = name.lstrip("re")
+    return {"al": "a", "bl": "b", "cl": "c", "dl": "d", "sil": "si", "dil": "di", "spl": "sp",
+            "bpl": "bp", "ah": "a", "bh": "b", "ch": "c", "dh": "d"}.get(name, name.rstrip("x") or name)
+
+
+def address_registers(operand_list) -> set:
+    """Register families a block uses as addresses (bases and indexes of its memory operands,
+    destinations of ``lea``): the host's 64-bit pointers, which are 32-bit on a DPU."""
+    regs = {"sp", "bp", "ip"}
+    for m, ops in operand_list:
+        for inner in _MEM.findall(ops):
+            regs.update(_reg_family(r) for r in _REG_NAME.findall(inner))
+        if m.startswith("lea"):
+            dest = _REG_NAME.findall(ops.rsplit(",", 1)[-1])
+            regs.update(_reg_family(r) for r in dest)
+    return regs
+
+
+def _wide_data(mnemonic: str, operands: str, addr_regs) -> bool:
+    """A 64-bit integer operation on data (not on a pointer): two DPU instructions."""
+    regs = _REG_NAME.findall(operands.split("(")[0] if "(" not in operands else
+                             _MEM.sub("", operands))
+    if not (mnemonic.endswith("q") or any(_REG64.fullmatch("%" + r) for r in regs)):
+        return False
+    if addr_regs is None:
+        return False
+    return not any(_reg_family(r) in addr_regs for r in regs) or "(" in operands
+
+
+def classify(mnemonic: str, operands: str, next_mnemonic: str | None,
+             addr_regs: set | None = None) -> tuple[float, str | None, int]:
     """(plain DPU instructions, emulated operation or None, how many) for one x86 instruction.
 
-    Rules (docs/dpu-runtime.md): SSE arithmetic is the DPU's soft-float routine;
-    ``imul``/``mul``/``div`` are the emulated 32- or 64-bit routines by operand width, a
-    multiply by a constant is two shift-and-add instructions; ``cmp``/``test`` followed by a
-    conditional jump is one DPU compare-and-branch; an arithmetic instruction with a memory
-    operand is a load plus the operation (DPUs are load/store machines); everything else is
-    one instruction.
+    The DPU is a 32-bit load/store machine (docs/dpu-runtime.md, "Time"); the rules are
+    calibrated on PrIM's arithmetic loop ``a[i] = a[i] OP k`` (6 DPU instructions an INT32
+    element, 7 an INT64 one, plus the routine of an emulated operation):
+
+    - SSE arithmetic is the DPU's soft-float routine; ``imul``/``mul``/``div`` are the
+      emulated 32- or 64-bit routines by operand width; a multiply by a constant is two
+      shift-and-add instructions;
+    - an arithmetic instruction that reads and writes memory is a load, the operation and a
+      store (3); one that reads memory a load and the operation (2);
+    - a compare (or test) and its conditional jump are two instructions;
+    - a 64-bit operation on data (not on a register the block uses as an address: pointers
+      are 32-bit on a DPU) takes two 32-bit instructions, its memory forms one more;
+    - moves, loads and stores of any width (the DPU loads and stores 64-bit pairs), ``lea``,
+      calls and returns are one instruction; everything else is one.
     """
     m = mnemonic
     if m in _FREE or m.startswith("."):
@@ -103,10 +152,20 @@ def classify(mnemonic: str, operands: str, next_mnemonic: str | None) -> tuple[f
     if base.startswith("div") or base.startswith("idiv"):
         wide = base.endswith("q") or bool(_REG64.search(operands))
         return 0.0, "int64_div" if wide else "int32_div", 1
+    alu = base.startswith(_ALU) and not base.startswith(_MOVE_PREFIXES)
+    wide = alu and _wide_data(base, operands, addr_regs)
     if (base.startswith("cmp") or base.startswith("test")) and next_mnemonic and _JCC.match(next_mnemonic):
-        return 0.0, None, 0                         # fused into the DPU's conditional jump
+        return (2.0 if wide else 1.0) + (1.0 if "(" in operands else 0.0), None, 0
+    if "(" in operands and alu:
+        ops = [o.strip() for o in operands.split(",")]
+        rmw = len(ops) == 1 or "(" in ops[-1]
+        if base.startswith(("cmp", "test")):
+            rmw = False
+        return (3.0 if rmw else 2.0) + (1.0 if wide else 0.0), None, 0
     if "(" in operands and not base.startswith(_MOVE_PREFIXES):
         return 2.0, None, 0                         # load + operation
+    if wide:
+        return 2.0, None, 0
     return 1.0, None, 0
 
 
@@ -185,6 +244,7 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
     # pass 2: insert counters
     out = []
     blocks = []
+    pending_instr: dict = {}
     cur = None                   # [plain, ops, function]
     pending = False
     function = "?"
@@ -227,17 +287,23 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
             k = len(blocks)
             cur = [0.0, {}, function]
             blocks.append(cur)
+            pending_instr[id(cur)] = []
             out.extend(PROBE.format(off=8 * k).splitlines())
             pending = False
-        plain, op, n = classify(m, ops, next_instr.get(i))
-        cur[0] += plain
-        if op:
-            cur[1][op] = cur[1].get(op, 0) + n
+        pending_instr[id(cur)].append((m, ops, next_instr.get(i)))
         out.append(line)
         if _JCC.match(m):
             pending = True
         elif m in ("jmp", "ret", "retq", "ud2") or m.startswith("jmp"):
             cur = None
+    for blk in blocks:                # classify each block with its address registers
+        instrs = pending_instr[id(blk)]
+        regs = address_registers([(m, ops) for m, ops, _ in instrs])
+        for m, ops, nxt in instrs:
+            plain, op, k = classify(m, ops, nxt, regs)
+            blk[0] += plain
+            if op:
+                blk[1][op] = blk[1].get(op, 0) + k
     n = max(len(blocks), 1)
     info = {"tu": tu, "blocks": blocks}
     out.append("\t.section\tdpurt_bbc,\"aw\",@nobits")
