@@ -4,8 +4,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first, as Python asks; it also sets the POSIX feature macros */
 
+#include <link.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dpu.h"
 #include "dpu_probe.h"
@@ -75,11 +80,142 @@ static int ready(void)
     return shim_ready;
 }
 
+/* ----------------------------------------------------------------------------- modelled clock
+ * With PIMRL_MODELLED_CLOCK=1 the host program's own clock (gettimeofday, clock_gettime,
+ * called from the program's executable) is its measured host time plus the modelled time
+ * of each simulator call in place of that call's wall time: an unmodified host program that
+ * times its phases with the host clock then reports the phase times the cost model gives.
+ * Everyone else (the simulator, libraries) sees the real clock. Both clocks are reported on
+ * stderr at exit. */
+static int mclock_on = -1;          /* -1: not decided yet */
+static int mclock_depth = 0;        /* inside a simulator call */
+static double mclock_offset = 0.0;  /* seconds to take off the real clock */
+static double mclock_enter_s = 0.0; /* real monotonic seconds at the call's start */
+static double mclock_total = 0.0;   /* modelled seconds of every allocation, last known */
+static double mclock_call_wall = 0.0, mclock_call_modelled = 0.0, mclock_start_s = 0.0;
+static long mclock_calls = 0;
+static uintptr_t exe_lo = 0, exe_hi = 0;
+
+static double real_mono(void)
+{
+    struct timespec ts;
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int find_exe(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+            if (exe_lo == 0 || lo < exe_lo)
+                exe_lo = lo;
+            if (lo + ph->p_memsz > exe_hi)
+                exe_hi = lo + ph->p_memsz;
+        }
+    }
+    return 1;                                          /* the first object is the program */
+}
+
+static void mclock_report(void)
+{
+    double wall = real_mono() - mclock_start_s;
+    fprintf(stderr,
+            "pimrl modelled clock: measured (wall) %.6f s; modelled clock %.6f s = host time "
+            "outside the simulator %.6f s + modelled time of %ld simulator calls %.6f s "
+            "(their measured wall time %.6f s)\n",
+            wall, wall - mclock_offset, wall - mclock_call_wall, mclock_calls,
+            mclock_call_modelled, mclock_call_wall);
+}
+
+static int mclock_enabled(void)
+{
+    if (mclock_on < 0) {
+        const char *v = getenv("PIMRL_MODELLED_CLOCK");
+        mclock_on = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+        if (mclock_on) {
+            dl_iterate_phdr(find_exe, NULL);
+            mclock_start_s = real_mono();
+            atexit(mclock_report);
+        }
+    }
+    return mclock_on;
+}
+
+static void mclock_enter(void)
+{
+    if (!mclock_enabled() || mclock_depth++)
+        return;
+    mclock_enter_s = real_mono();
+}
+
+static void mclock_leave(void)
+{
+    if (!mclock_on || --mclock_depth)
+        return;
+    double total = mclock_total;
+    if (shim_ready)
+        _pimrl_py_modelled_total(&total);
+    double wall = real_mono() - mclock_enter_s;      /* the query is the simulator's time */
+    double modelled = total - mclock_total;
+    mclock_total = total;
+    mclock_offset += wall - modelled;
+    mclock_call_wall += wall;
+    mclock_call_modelled += modelled;
+    mclock_calls++;
+}
+
+/* Seconds to take off a real clock reading made by `caller`. */
+static double mclock_shift(const void *caller)
+{
+    if (mclock_enabled() <= 0 || (uintptr_t)caller < exe_lo || (uintptr_t)caller >= exe_hi)
+        return 0.0;
+    return mclock_offset + (mclock_depth ? real_mono() - mclock_enter_s : 0.0);
+}
+
+static void shift_timespec(struct timespec *ts, double s)
+{
+    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec - (long long)(s * 1e9);
+    ts->tv_sec = (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+    int r = (int)syscall(SYS_clock_gettime, clk, ts);
+    if (r == 0 && (clk == CLOCK_REALTIME || clk == CLOCK_MONOTONIC ||
+                                 clk == CLOCK_MONOTONIC_RAW || clk == CLOCK_BOOTTIME ||
+                                 clk == CLOCK_REALTIME_COARSE || clk == CLOCK_MONOTONIC_COARSE)) {
+        double s = mclock_shift(__builtin_return_address(0));
+        if (s != 0.0)
+            shift_timespec(ts, s);
+    }
+    return r;
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+    int r = (int)syscall(SYS_gettimeofday, tv, tz);
+    if (r == 0) {
+        double s = mclock_shift(__builtin_return_address(0));
+        if (s != 0.0) {
+            struct timespec ts = {tv->tv_sec, tv->tv_usec * 1000L};
+            shift_timespec(&ts, s);
+            tv->tv_sec = ts.tv_sec;
+            tv->tv_usec = ts.tv_nsec / 1000L;
+        }
+    }
+    return r;
+}
+
 #define FORWARD(call)                                                                          \
     do {                                                                                       \
-        if (!ready())                                                                          \
-            return DPU_ERR_SYSTEM;                                                             \
-        return (dpu_error_t)(call);                                                            \
+        mclock_enter();                                                                        \
+        dpu_error_t forward_result_ = ready() ? (dpu_error_t)(call) : DPU_ERR_SYSTEM;           \
+        mclock_leave();                                                                        \
+        return forward_result_;                                                                \
     } while (0)
 
 /* ----------------------------------------------------------------------------- errors */
@@ -166,9 +302,12 @@ dpu_error_t dpu_get_nr_dpus(struct dpu_set_t dpu_set, uint32_t *nr_dpus)
 static bool member(const struct dpu_set_t *set, int ranks, uint32_t index, struct dpu_set_t *out)
 {
     memset(out, 0, sizeof(*out));
-    if (set == NULL || !ready())
+    if (set == NULL)
         return false;
-    return _pimrl_py_member(set, ranks, index, out) == 1;
+    mclock_enter();
+    bool found = ready() && _pimrl_py_member(set, ranks, index, out) == 1;
+    mclock_leave();
+    return found;
 }
 
 struct dpu_set_rank_iterator_t dpu_set_rank_iterator_from(struct dpu_set_t *set)
@@ -232,9 +371,11 @@ dpu_error_t dpu_status(struct dpu_set_t dpu_set, bool *done, bool *fault)
 {
     int d = 0, f = 0;
     dpu_error_t status;
-    if (!ready())
-        return DPU_ERR_SYSTEM;
-    status = (dpu_error_t)_pimrl_py_status(&dpu_set, &d, &f);
+    mclock_enter();
+    status = ready() ? (dpu_error_t)_pimrl_py_status(&dpu_set, &d, &f) : DPU_ERR_SYSTEM;
+    mclock_leave();
+    if (status == DPU_ERR_SYSTEM && !shim_ready)
+        return status;
     if (status == DPU_OK) {
         if (done != NULL)
             *done = d != 0;
@@ -315,9 +456,11 @@ dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream)
     char *text = NULL;
     size_t length = 0;
     dpu_error_t status;
-    if (!ready())
-        return DPU_ERR_SYSTEM;
-    status = (dpu_error_t)_pimrl_py_log(&set, &text, &length);
+    mclock_enter();
+    status = ready() ? (dpu_error_t)_pimrl_py_log(&set, &text, &length) : DPU_ERR_SYSTEM;
+    mclock_leave();
+    if (status == DPU_ERR_SYSTEM && !shim_ready)
+        return status;
     if (status != DPU_OK)
         return status;
     if (stream == NULL) {

@@ -46,6 +46,7 @@ int _pimrl_py_push(const struct dpu_set_t *set, int xfer, const char *name,
 int _pimrl_py_log(const struct dpu_set_t *set, char **text, size_t *length);
 int _pimrl_py_phase(const struct dpu_set_t *set, const char *category);
 int _pimrl_py_modelled(const struct dpu_set_t *set, const char *category, double *seconds);
+int _pimrl_py_modelled_total(double *seconds);
 
 /* _pimrl_py_copy operations */
 #define PIMRL_COPY_TO 0

@@ -37,7 +37,7 @@ LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
 ABI = 2
 
 #: Flags every DPU source is compiled with (after the user's, so they win).
-CODE_FLAGS = ["-fPIC", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
+CODE_FLAGS = ["-fPIC", "-fno-semantic-interposition", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
               "-ffp-contract=off", "-fno-stack-protector", "-fcf-protection=none",
               "-fno-asynchronous-unwind-tables", "-fno-plt", "-Wno-int-to-pointer-cast",
               "-Wno-pointer-to-int-cast", "-D__PIMRL_DPURT__=1"]

@@ -3,7 +3,7 @@
 The compiler driver compiles every DPU source to assembly (``gcc -S``), passes it through
 :func:`instrument`, and assembles the result. A *block* starts at every function entry, at
 every label a jump or a jump table refers to, and after every conditional jump; it ends at
-the next block start or after a jump or return. At each block start the driver inserts (:data:`PROBE`)
+the next block start or after a jump, call or return. At each block start the driver inserts (:data:`PROBE`)
 
     pushfq; addq $1, .Ldpurt_bbc+8*k(%rip)
     pushq %rax; movq .Ldpurt_bbw+8*k(%rip), %rax     # the block's DPU cost (fixed point)
@@ -292,7 +292,9 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
             pending = False
         pending_instr[id(cur)].append((m, ops, next_instr.get(i)))
         out.append(line)
-        if _JCC.match(m):
+        if _JCC.match(m) or m.startswith("call"):
+            # after a call too: the instructions after it are charged when they run, after
+            # whatever the callee did (a runtime call may read the clock or wait)
             pending = True
         elif m in ("jmp", "ret", "retq", "ud2") or m.startswith("jmp"):
             cur = None

@@ -382,6 +382,12 @@ def py_modelled(cset, category, seconds):
     seconds[0] = float(entry.alloc.ledger.modelled_s[text])
 
 
+def py_modelled_total(seconds):
+    """Modelled seconds of every allocation so far, freed ones included (the modelled clock
+    of ``PIMRL_MODELLED_CLOCK``, host/src/dpu_shim.c)."""
+    seconds[0] = float(sum(e.alloc.ledger.modelled_total_s for e in _entries.values()))
+
+
 _CALLS = {
     "_pimrl_py_start": py_start, "_pimrl_py_alloc": py_alloc, "_pimrl_py_free": py_free,
     "_pimrl_py_count": py_count, "_pimrl_py_load": py_load,
@@ -389,6 +395,7 @@ _CALLS = {
     "_pimrl_py_status": py_status, "_pimrl_py_sync": py_sync, "_pimrl_py_copy": py_copy,
     "_pimrl_py_prepare": py_prepare, "_pimrl_py_push": py_push, "_pimrl_py_log": py_log,
     "_pimrl_py_phase": py_phase, "_pimrl_py_modelled": py_modelled,
+    "_pimrl_py_modelled_total": py_modelled_total,
 }
 
 
