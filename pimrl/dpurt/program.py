@@ -25,7 +25,6 @@ import numpy as np
 
 from pimrl.dpurt.elf import STB_GLOBAL, STB_WEAK, STT_OBJECT, Elf, ElfError
 from pimrl.dpurt.instrument import block_cost, parse_bbinfo
-from pimrl.pim import cost
 from pimrl.pim.errors import fail
 from pimrl.pim.memory import PAGE_BYTES
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
