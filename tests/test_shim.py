@@ -441,3 +441,26 @@ def test_fuzz_under_address_sanitizer(shim, tmp_path_factory):
         assert "AddressSanitizer" not in r.stderr, r.stderr[-4000:]
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
         assert ", 0 failure(s)" in r.stdout
+
+
+@needs_cc
+def test_modelled_clock_gives_unmodified_host_programs_the_modelled_phase_times(shim, tmp_path):
+    """PIMRL_MODELLED_CLOCK=1: the program's gettimeofday/clock_gettime advance by the
+    modelled time of each simulator call instead of its wall time; both clocks at exit."""
+    _, env = shim
+    exe = tmp_path / "modelled_clock"
+    cc_user(HOST / "tests" / "modelled_clock.c", exe, env)
+    r = sh(str(exe), dict(env, PIMRL_MODELLED_CLOCK="1"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in r.stdout.splitlines()}
+    assert set(rows) == {"cpu_dpu", "dpu_kernel", "dpu_cpu"}
+    assert rows["dpu_kernel"][2] == pytest.approx(3500000 / 350e6)       # the diag program's cycles
+    for phase, (tod, mono, modelled) in rows.items():
+        assert modelled > 0
+        assert tod == pytest.approx(modelled, rel=0.05), phase
+        assert mono == pytest.approx(modelled, rel=0.05), phase
+    assert re.search(r"pimrl modelled clock: measured \(wall\) [\d.]+ s; modelled clock [\d.]+ s",
+                     r.stderr), r.stderr
+    # without the variable the host clock is the wall clock: the report is absent
+    plain = sh(str(exe), env)
+    assert plain.returncode == 0 and "pimrl modelled clock" not in plain.stderr

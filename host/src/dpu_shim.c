@@ -4,8 +4,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first, as Python asks; it also sets the POSIX feature macros */
 
+#include <link.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dpu.h"
 #include "dpu_log.h"
@@ -74,13 +79,147 @@ int _pimrl_ready(void)
         return 1;
     if (!shim_tried) {
         shim_tried = 1;
+        _pimrl_mclock_enter(); /* starting the simulator is a simulator call's time */
         start_interpreter();
         _pimrl_py_start(); /* runs cffi's embedding_init_code, which calls _pimrl_mark_ready */
+        _pimrl_mclock_leave();
     }
     if (!shim_ready)
         _pimrl_set_message("the embedded Python simulator could not start (see the Python "
                            "error printed above; rebuild with `pimrl shim build`)");
     return shim_ready;
+}
+
+/* ----------------------------------------------------------------------------- modelled clock
+ * With PIMRL_MODELLED_CLOCK=1 the host program's own clock (gettimeofday, clock_gettime,
+ * called from the program's executable) is its measured host time plus the modelled time
+ * of each simulator call in place of that call's wall time: an unmodified host program that
+ * times its phases with the host clock then reports the phase times the cost model gives.
+ * Everyone else (the simulator, libraries) sees the real clock. Both clocks are reported on
+ * stderr at exit. */
+static int mclock_on = -1;          /* -1: not decided yet */
+static int mclock_depth = 0;        /* inside a simulator call */
+static double mclock_offset = 0.0;  /* seconds to take off the real clock */
+static double mclock_enter_s = 0.0; /* real monotonic seconds at the call's start */
+static double mclock_total = 0.0;   /* modelled seconds of every allocation, last known */
+static double mclock_call_wall = 0.0, mclock_call_modelled = 0.0, mclock_start_s = 0.0;
+static long mclock_calls = 0;
+static uintptr_t exe_lo = 0, exe_hi = 0;
+
+static double real_mono(void)
+{
+    struct timespec ts;
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int find_exe(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+            if (exe_lo == 0 || lo < exe_lo)
+                exe_lo = lo;
+            if (lo + ph->p_memsz > exe_hi)
+                exe_hi = lo + ph->p_memsz;
+        }
+    }
+    return 1;                                          /* the first object is the program */
+}
+
+static void mclock_report(void)
+{
+    double wall = real_mono() - mclock_start_s;
+    fprintf(stderr,
+            "pimrl modelled clock: measured (wall) %.6f s; modelled clock %.6f s = host time "
+            "outside the simulator %.6f s + modelled time of %ld simulator calls %.6f s "
+            "(their measured wall time %.6f s)\n",
+            wall, wall - mclock_offset, wall - mclock_call_wall, mclock_calls,
+            mclock_call_modelled, mclock_call_wall);
+}
+
+static int mclock_enabled(void)
+{
+    if (mclock_on < 0) {
+        const char *v = getenv("PIMRL_MODELLED_CLOCK");
+        mclock_on = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+        if (mclock_on) {
+            dl_iterate_phdr(find_exe, NULL);
+            mclock_start_s = real_mono();
+            atexit(mclock_report);
+        }
+    }
+    return mclock_on;
+}
+
+/* Around every simulator or fast-path call (PIMRL_LOCKED, under _pimrl_lock) and the
+ * simulator's start. */
+void _pimrl_mclock_enter(void)
+{
+    if (!mclock_enabled() || mclock_depth++)
+        return;
+    mclock_enter_s = real_mono();
+}
+
+void _pimrl_mclock_leave(void)
+{
+    if (!mclock_on || --mclock_depth)
+        return;
+    double total = mclock_total;
+    if (shim_ready)
+        _pimrl_py_modelled_total(&total);
+    double wall = real_mono() - mclock_enter_s;      /* the query is the simulator's time */
+    double modelled = total - mclock_total;
+    mclock_total = total;
+    mclock_offset += wall - modelled;
+    mclock_call_wall += wall;
+    mclock_call_modelled += modelled;
+    mclock_calls++;
+}
+
+/* Seconds to take off a real clock reading made by `caller`. */
+static double mclock_shift(const void *caller)
+{
+    if (mclock_enabled() <= 0 || (uintptr_t)caller < exe_lo || (uintptr_t)caller >= exe_hi)
+        return 0.0;
+    return mclock_offset + (mclock_depth ? real_mono() - mclock_enter_s : 0.0);
+}
+
+static void shift_timespec(struct timespec *ts, double s)
+{
+    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec - (long long)(s * 1e9);
+    ts->tv_sec = (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+int clock_gettime(clockid_t clk, struct timespec *ts)
+{
+    int r = (int)syscall(SYS_clock_gettime, clk, ts);
+    if (r == 0 && (clk == CLOCK_REALTIME || clk == CLOCK_MONOTONIC ||
+                                 clk == CLOCK_MONOTONIC_RAW || clk == CLOCK_BOOTTIME ||
+                                 clk == CLOCK_REALTIME_COARSE || clk == CLOCK_MONOTONIC_COARSE)) {
+        double s = mclock_shift(__builtin_return_address(0));
+        if (s != 0.0)
+            shift_timespec(ts, s);
+    }
+    return r;
+}
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+    int r = (int)syscall(SYS_gettimeofday, tv, tz);
+    if (r == 0) {
+        double s = mclock_shift(__builtin_return_address(0));
+        if (s != 0.0) {
+            struct timespec ts = {tv->tv_sec, tv->tv_usec * 1000L};
+            shift_timespec(&ts, s);
+            tv->tv_sec = ts.tv_sec;
+            tv->tv_usec = ts.tv_nsec / 1000L;
+        }
+    }
+    return r;
 }
 
 #define READY()                                                                                \

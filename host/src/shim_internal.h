@@ -125,16 +125,21 @@ enum { PIMRL_HW_MRAM, PIMRL_HW_WRAM, PIMRL_HW_IRAM, PIMRL_HW_FREQ_MHZ, PIMRL_HW_
 
 /* dpu_shim.c */
 extern pthread_mutex_t _pimrl_lock;
-/* Evaluate `call` (a simulator or fast-path call) holding _pimrl_lock. */
+/* Evaluate `call` (a simulator or fast-path call) holding _pimrl_lock, on the modelled clock. */
 #define PIMRL_LOCKED(call)                                                                     \
     __extension__({                                                                            \
         pthread_mutex_lock(&_pimrl_lock);                                                      \
+        _pimrl_mclock_enter();                                                                 \
         __typeof__(call) __pimrl_result = (call);                                              \
+        _pimrl_mclock_leave();                                                                 \
         pthread_mutex_unlock(&_pimrl_lock);                                                    \
         __pimrl_result;                                                                        \
     })
 
 int _pimrl_ready(void);
+/* PIMRL_MODELLED_CLOCK: a simulator call's wall time is replaced by its modelled time. */
+void _pimrl_mclock_enter(void);
+void _pimrl_mclock_leave(void);
 void _pimrl_set_message(const char *message);
 void _pimrl_set_error(int code, const char *message);
 void _pimrl_mark_ready(void);
@@ -172,5 +177,6 @@ int _pimrl_py_log(const struct pimrl_set_ref *set, char **text, size_t *length);
 int _pimrl_py_phase(const struct pimrl_set_ref *set, const char *category);
 int _pimrl_py_modelled(const struct pimrl_set_ref *set, const char *category, double *seconds);
 int _pimrl_py_flush(void);
+int _pimrl_py_modelled_total(double *seconds);
 
 #endif /* PIMRL_SHIM_INTERNAL_H */

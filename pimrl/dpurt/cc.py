@@ -38,12 +38,12 @@ LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
 #: built and instrumented like a program's sources, linked as an archive (only what a
 #: program uses, as from the SDK's runtime library).
 SYSLIB_SRC = REPO / "host" / "dpurt" / "lib"
-ABI = 2
+ABI = 3
 #: The SDK's limits, checked at build time as its compiler and linker do.
 MAX_TASKLETS = 24
 
 #: Flags every DPU source is compiled with (after the user's, so they win).
-CODE_FLAGS = ["-fPIC", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
+CODE_FLAGS = ["-fPIC", "-fno-semantic-interposition", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
               "-ffp-contract=off", "-fno-stack-protector", "-fcf-protection=none",
               "-fno-asynchronous-unwind-tables", "-fno-plt", "-Wno-int-to-pointer-cast",
               "-Wno-pointer-to-int-cast", "-D__PIMRL_DPURT__=1"]
@@ -96,7 +96,7 @@ def runtime_object(verbose=False) -> Path:
     """The runtime compiled once per source version (cached)."""
     src = RUNTIME_SRC.read_bytes()
     cc = host_cc()
-    key = hashlib.sha256(src + cc.encode() + b"abi2").hexdigest()[:16]
+    key = hashlib.sha256(src + cc.encode() + b"abi%d" % ABI).hexdigest()[:16]
     out = cache_dir() / f"dpurt-{key}.o"
     if not out.exists():
         tmp = out.with_suffix(f".{os.getpid()}.tmp.o")
@@ -110,7 +110,7 @@ def runtime_object(verbose=False) -> Path:
 def syslib_archive(verbose=False) -> Path:
     """The system library (host/dpurt/lib/*.c), instrumented, as a static archive (cached
     per source version)."""
-    h = hashlib.sha256(host_cc().encode() + b"abi2")
+    h = hashlib.sha256(host_cc().encode() + b"abi%d" % ABI)
     for f in sorted(SYSLIB_SRC.glob("*.c")) + sorted(INCLUDE.glob("*.h")) + [
             Path(__file__).with_name("instrument.py"), Path(__file__)]:
         h.update(f.name.encode() + f.read_bytes())
@@ -122,7 +122,8 @@ def syslib_archive(verbose=False) -> Path:
         objs = []
         for src in sorted(SYSLIB_SRC.glob("*.c")):
             obj = Path(tmp) / (src.stem + ".o")
-            compile_source(src, obj, ["-O2", "-Wall", "-Wextra", "-Werror"], verbose)
+            # the SDK's routines are tasklet-safe: here each runs as one step (no preemption)
+            compile_source(src, obj, ["-O2", "-Wall", "-Wextra", "-Werror"], verbose, preempt=False)
             objs.append(obj)
         tmp_a = Path(tmp) / "lib.a"
         _run([ar, "rcs", tmp_a, *objs], verbose, "archiving the DPU system library")
@@ -180,13 +181,14 @@ def _defines(flags) -> dict:
     return out
 
 
-def compile_source(src: Path, obj: Path, flags: list, verbose=False) -> None:
-    """One C source -> instrumented object."""
+def compile_source(src: Path, obj: Path, flags: list, verbose=False, preempt=True) -> None:
+    """One C source -> instrumented object (``preempt=False``: its code never gives way to
+    another tasklet between runtime calls, see instrument.PROBE_NO_PREEMPT)."""
     cc = host_cc()
     with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
         asm = Path(tmp) / (src.stem + ".s")
         _run([cc, "-I", INCLUDE, *flags, *CODE_FLAGS, "-S", src, "-o", asm], verbose)
-        text, info = instrument(asm.read_text(), src.name)
+        text, info = instrument(asm.read_text(), src.name, preempt)
         defs = _defines(flags)
         meta = {"nr_tasklets": int(defs["NR_TASKLETS"]) if defs.get("NR_TASKLETS", "").isdigit() else None,
                 "stack_size": int(defs["STACK_SIZE_DEFAULT"]) if defs.get("STACK_SIZE_DEFAULT", "").isdigit() else None}

@@ -162,6 +162,12 @@ class Allocation:
         return self.phase or ("cpu_dpu" if to_dpu else "dpu_cpu")
 
 
+#: Profile keys of the SDK that tune its host-side threads (PrIM's CPU-DPU benchmark passes
+#: ``nrThreadPerPool=8``): accepted, and without effect on the simulated machine.
+SDK_HOST_PROFILE_KEYS = ("nrThreadsPerRank", "nrThreadPerPool", "nrJobsPerRank",
+                         "dispatchOnAllRanks")
+
+
 def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -> Machine:
     """The machine a profile selects: ``backend`` (simulator), ``hardware`` (a preset) and
     any hardware field as a what-if override; errors are ``DPU_ERR_INVALID_PROFILE``."""
@@ -169,8 +175,9 @@ def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -
     backend = opts.pop("backend", "simulator")
     if backend not in ("simulator", "pimrl"):
         raise fail("INVALID_PROFILE", f"backend={backend!r}: pimrl simulates (use backend=simulator)")
-    # SDK keys with no simulator meaning (libdpu reads sgXferEnable itself).
-    for key in ("nrThreadsPerRank", "sgXferEnable"):
+    # SDK keys with no simulator meaning: its host threading (no effect here); libdpu reads
+    # sgXferEnable itself.
+    for key in (*SDK_HOST_PROFILE_KEYS, "sgXferEnable"):
         opts.pop(key, None)
     try:
         hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),

@@ -531,6 +531,13 @@ def py_modelled(ref, category, seconds):
     seconds[0] = float(entry.alloc.ledger.modelled_s[text])
 
 
+def py_modelled_total(seconds):
+    """Modelled seconds of every allocation so far, freed ones included (the modelled clock
+    of ``PIMRL_MODELLED_CLOCK``, host/src/dpu_shim.c); _guard has booked the fast path's
+    queued transfers first."""
+    seconds[0] = float(sum(e.alloc.ledger.modelled_total_s for e in _entries.values()))
+
+
 def py_flush():
     return None                                     # _guard books the records
 
@@ -543,6 +550,7 @@ _CALLS = {
     "_pimrl_py_copy": py_copy, "_pimrl_py_raw": py_raw, "_pimrl_py_push": py_push,
     "_pimrl_py_check_symbol": py_check_symbol, "_pimrl_py_log": py_log,
     "_pimrl_py_phase": py_phase, "_pimrl_py_modelled": py_modelled, "_pimrl_py_flush": py_flush,
+    "_pimrl_py_modelled_total": py_modelled_total,
 }
 
 

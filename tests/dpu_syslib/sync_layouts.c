@@ -51,6 +51,12 @@ int main(void)
         CHECK(my_semaphore.count == 2 && my_semaphore.initial_count == 2);
         CHECK(sizeof(mutex_id_t) == sizeof(void *));
     }
+    /* The others start after tasklet 0 has read the structures' initial values (tasklets
+     * run at once, as on the DPU: without this they could already be in the barrier). */
+    if (me() > 0)
+        handshake_wait_for(me() - 1);
+    if (me() + 1 < NR_TASKLETS)
+        handshake_notify();
     barrier_wait(&my_barrier);
     for (int r = 0; r < ROUNDS; r++) {
         mutex_lock(my_mutex);
