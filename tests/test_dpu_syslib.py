@@ -7,6 +7,7 @@ first on PATH; the host side is Python over the simulator (pimrl.dpurt.testing.D
 Build-time refusals (NR_TASKLETS, WRAM, atomic bits) run the same command line.
 """
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -235,3 +236,24 @@ def test_sdk_compile_time_checks(tmp_path, line, words):
     r, out = sdk_build(tmp_path, "checks.c", 2, src_text=src)
     assert r.returncode != 0 and not out.exists()
     assert words in r.stderr
+
+
+def test_system_library_code_counts_its_blocks_but_never_gives_way():
+    """The library's routines run as one step (tasklet-safe, as the SDK's): their probes add
+    the blocks' counts and costs but never call the preemption point; a program's do."""
+    from pimrl.dpurt.instrument import instrument
+
+    asm = ("\t.text\n\t.globl\tf\n\t.type\tf, @function\nf:\n\tcmpl\t$3, %edi\n\tjg\t.L2\n"
+           "\taddl\t$1, %edi\n.L2:\n\tmovl\t%edi, %eax\n\tret\n")
+    program, info = instrument(asm, "f.c")
+    library, info_lib = instrument(asm, "f.c", preempt=False)
+    n = len(info["blocks"])
+    assert n == 3 and info_lib == info
+    assert program.count("call\t__dpurt_preempt") == n
+    assert "__dpurt_preempt" not in library and "__dpurt_ilimit" not in library
+    assert library.count("addq\t__dpurt_icount(%rip), %rax") == n
+    nm = shutil.which("nm")
+    if nm:
+        undefined = subprocess.run([nm, "-u", str(cc.syslib_archive())], capture_output=True,
+                                   text=True, check=True).stdout
+        assert "__dpurt_icount" in undefined and "__dpurt_preempt" not in undefined

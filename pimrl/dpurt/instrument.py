@@ -328,8 +328,9 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
     out.append(".Ldpurt_bbw:")
     out.append(f"\t.zero\t{8 * n}")
     out.append("\t.hidden\t__dpurt_icount")
-    out.append("\t.hidden\t__dpurt_ilimit")
-    out.append("\t.hidden\t__dpurt_preempt")
+    if preempt:
+        out.append("\t.hidden\t__dpurt_ilimit")
+        out.append("\t.hidden\t__dpurt_preempt")
     text = json.dumps(info, separators=(",", ":")) + "\n"
     if not blocks:
         info["blocks"] = [[0.0, {}, "?"]]

@@ -25,8 +25,8 @@ __host uint32_t inside, max_inside;
 __host uint8_t seen_barrier[4];
 __host uint8_t arrived[NR_TASKLETS], released[NR_TASKLETS];
 __host uint32_t n_arrived, n_released;
-__host uint8_t hs_order[2];
-__host uint32_t n_hs;
+__host uint8_t hs_order[2], hs_order_low[2];
+__host uint32_t n_hs, n_hs_low;
 mutex_id_t zero_mutex;            /* never initialised: atomic bit 0, as on the DPU */
 uint64_t scratch[NR_TASKLETS] __dma_aligned;
 
@@ -102,7 +102,7 @@ int main(void)
     barrier_wait(&my_barrier);
     /* A notifier that waited for its waiter goes on first once the waiter arrives. */
     if (me() == 0)
-        n_hs = 0;
+        n_hs = n_hs_low = 0;
     if (NR_TASKLETS > 1 && me() == 0) {
         handshake_notify();
         hs_order[n_hs++] = 0;
@@ -112,8 +112,20 @@ int main(void)
         hs_order[n_hs++] = 1;
     }
     barrier_wait(&my_barrier);
+    /* The same when the waiter has the lower id (not a matter of ties between ids). */
+    if (NR_TASKLETS > 1 && me() == 1) {
+        handshake_notify();
+        hs_order_low[n_hs_low++] = 1;
+    } else if (NR_TASKLETS > 1 && me() == 0) {
+        dma_pause();
+        CHECK(handshake_wait_for(1) == 0);
+        hs_order_low[n_hs_low++] = 0;
+    }
+    barrier_wait(&my_barrier);
     if (me() == 0) {
         CHECK(NR_TASKLETS == 1 || (n_hs == 2 && hs_order[0] == 0 && hs_order[1] == 1));
+        CHECK(NR_TASKLETS == 1
+              || (n_hs_low == 2 && hs_order_low[0] == 1 && hs_order_low[1] == 0));
         CHECK(n_arrived == NR_TASKLETS - 1 && n_released == NR_TASKLETS - 1);
         for (int k = 0; k < NR_TASKLETS - 1; k++)
             CHECK(arrived[k] == released[k]);
