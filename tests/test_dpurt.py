@@ -99,16 +99,16 @@ def test_sarsa_logged_large_stride_and_sync_rounds():
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
 def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
     """The runtime's estimate (counted basic blocks x DPU instruction costs, exact DMA)
-    within 15 % of the numba path's counted model, at 16, 4 and 1 tasklets."""
+    within 5 % of the numba path's counted model, at 16, 11, 4 and 1 tasklets."""
     records = random_records(20000, S, A, seed=11)
     p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=1, stride=5,
                       next_action="epsilon-greedy" if algo == "sarsa" else "logged")
-    for tasklets in (16, 4, 1):
+    for tasklets in (16, 11, 4, 1):
         made = []
         trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets, kernel=lambda *a, **k: made.append(
             swiftrl.swiftrl_program(*a, **k)) or made[-1]).fit(records, S, A)
         agreement = swiftrl.model_agreement(made[-1])
-        assert agreement["max_rel_diff"] < 0.15, (tasklets, agreement)
+        assert agreement["max_rel_diff"] < 0.05, (tasklets, agreement)
 
 
 def test_kernel_checks_its_variant_and_wram():
@@ -165,10 +165,13 @@ def faults_program(tmp_path_factory):
     (1, 2, ["mram_read of 16 bytes", "0x08000004", "not 8-byte aligned"]),
     (2, 1, ["mram_read of 12 bytes", "multiple of 8 in [8, 2048]"]),
     (3, 3, ["mram_write of 4096 bytes", "multiple of 8 in [8, 2048]"]),
-    (4, 0, ["mem_alloc(4096)", "WRAM exhausted", "65536 B of WRAM"]),
+    # the tasklets allocate in turn (modelled-time order): 15 blocks fit, the 16th is tasklet 3's
+    (4, 3, ["mem_alloc(4096)", "WRAM exhausted", "61440 B already allocated", "65536 B of WRAM"]),
     (5, 0, ["deadlock", "handshake_wait_for(1)"]),
 ])
-def test_faults_report_dpu_tasklet_and_reason(faults_program, mode, tasklet, words):
+def test_faults_report_dpu_tasklet_and_reason(faults_program, mode, tasklet, words, monkeypatch):
+    if mode == 1:                   # an unaligned address faults only in strict DMA mode
+        monkeypatch.setenv("PIMRL_DPURT_STRICT_DMA", "1")
     with DpuSim(program=faults_program, nr_dpus=3) as sim:
         sim.write("mode", np.uint32(mode))
         with pytest.raises(DpuError) as exc:
@@ -214,13 +217,18 @@ def test_hardware_faults_fault_the_dpu_not_the_process(dpu_sim, tmp_path):
         assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT and words in str(exc.value)
 
 
-def test_wram_globals_overflow_refused_at_load(tmp_path):
+def test_wram_globals_overflow_refused_at_build_and_load(tmp_path):
+    """Over the DPU's 64 KiB: refused by the build (as the SDK's linker does); a program
+    that fits 64 KiB but not a smaller WRAM (upmem-v1b's) is refused when loaded there."""
     src = tmp_path / "big.c"
     src.write_text("#include <defs.h>\n#include <stdint.h>\nuint8_t big[70000];\n"
                    "int main(void) { big[me()] = 1; return 0; }\n")
+    with pytest.raises(cc.BuildError, match="region `wram' overflowed"):
+        cc.build([src], tmp_path / "big", nr_tasklets=2)
+    src.write_text(src.read_text().replace("70000", "64000"))
     prog = cc.build([src], tmp_path / "big", nr_tasklets=2)
     with pytest.raises(DpuError) as exc:
-        DpuSim(program=prog, nr_dpus=1)
+        DpuSim(program=prog, nr_dpus=1, hardware="upmem-v1b")
     assert exc.value.code == DpuErrorCode.DPU_ERR_ELF_INVALID_FILE
     assert "WRAM" in str(exc.value)
 
@@ -362,7 +370,7 @@ def test_outside_reduction_dpu_side(tmp_path):
         assert np.array_equal(sim.read_each("mram_total", np.uint64)[:, 0], data.sum(axis=1))
 
 
-@pytest.mark.parametrize("name", ["vector_add", "reduction"])
+@pytest.mark.parametrize("name", ["vector_add", "reduction", "histogram"])
 def test_outside_programs_build_with_their_makefiles_and_pass(name, tmp_path):
     """`make test` with pimrl's bin first on PATH: host side via dpu-pkg-config (the shim),
     DPU side via dpu-upmem-dpurte-clang; the program checks its own result."""
@@ -442,3 +450,127 @@ def test_overrunning_the_last_global_faults_the_dpu(dpu_sim, tmp_path):
     assert "past the end of the program's WRAM globals" in str(exc.value)
     sim.write("n", np.uint64(4))
     sim.launch()                                  # the DPU runs again afterwards
+
+
+# ----------------------------------------------------------------------------- time
+TIMING_C = r"""
+#include <barrier.h>
+#include <defs.h>
+#include <handshake.h>
+#include <mram.h>
+#include <perfcounter.h>
+#include <stdint.h>
+__host uint32_t mode, n;
+__host uint64_t timed[NR_TASKLETS];
+__host uint64_t whole, seen, tries;
+uint64_t buf[NR_TASKLETS][256] __dma_aligned;
+volatile uint32_t flag;
+BARRIER_INIT(b, NR_TASKLETS);
+static uint32_t spin(uint32_t k)
+{
+    volatile uint32_t x = 0;
+    for (uint32_t i = 0; i < k; i++)
+        x += i;
+    return x;
+}
+int main(void)
+{
+    uint32_t t = me();
+    if (t == 0)
+        perfcounter_config(mode == 4 ? COUNT_INSTRUCTIONS : COUNT_CYCLES, true);
+    barrier_wait(&b);
+    uint64_t t0 = perfcounter_get();
+    if (mode == 0 || mode == 4)                       /* the same computation in every tasklet */
+        spin(n);
+    else if (mode == 1 && t == 0)                     /* one transfer of n bytes */
+        mram_read(DPU_MRAM_HEAP_POINTER, buf[0], n);
+    else if (mode == 2)                               /* n transfers of 2,048 B per tasklet */
+        for (uint32_t i = 0; i < n; i++)
+            mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + t * 2048, buf[t], 2048);
+    else if (mode == 3 && t == 1) {                   /* notify, then raise a flag */
+        handshake_notify();
+        spin(50);
+        flag = 1;
+    } else if (mode == 3 && t == 0) {                 /* wait, then spin on the flag */
+        handshake_wait_for(1);
+        uint64_t k = 0;
+        while (!flag && k < 10000000)
+            k++;
+        seen = flag;
+        tries = k;
+    }
+    timed[t] = perfcounter_get() - t0;
+    barrier_wait(&b);
+    if (t == 0)
+        whole = perfcounter_get();
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def timing_programs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("timing")
+    (d / "timing.c").write_text(TIMING_C)
+    return {t: cc.build([d / "timing.c"], d / f"timing{t}", nr_tasklets=t) for t in (1, 4, 11, 16)}
+
+
+def _timed(path, mode, n):
+    """(each tasklet's timed cycles, tasklet 0's final counter, launch cycles, details)."""
+    with DpuSim(program=path, nr_dpus=1) as sim:
+        sim.write("mode", np.uint32(mode))
+        sim.write("n", np.uint32(n))
+        sim.launch()
+        details = dict(sim.details[0], seen=int(sim.read("seen", np.uint64)[0]),
+                       tries=int(sim.read("tries", np.uint64)[0]))
+        return (sim.read("timed", np.uint64).astype(float), int(sim.read("whole", np.uint64)[0]),
+                sim.cycles[0], details)
+
+
+def test_revolving_pipeline_in_modelled_time(timing_programs):
+    """T tasklets run the same loop: each issues once every max(11, T) cycles, so the
+    interval one tasklet times holds the others' work (1 instruction a cycle from 11 on)."""
+    one = _timed(timing_programs[1], 0, 3000)[0][0]
+    for t, factor in ((4, 1.0), (11, 1.0), (16, 16 / 11)):
+        timed = _timed(timing_programs[t], 0, 3000)[0]
+        assert np.all(np.abs(timed / (one * factor) - 1) < 0.03), (t, timed, one)
+    # COUNT_INSTRUCTIONS: the DPU's instructions (every tasklet's) in the same interval
+    instr1 = _timed(timing_programs[1], 4, 3000)[0][0]
+    assert one / instr1 == pytest.approx(11, rel=0.02)
+    instr16 = _timed(timing_programs[16], 4, 3000)[0]
+    cyc16 = _timed(timing_programs[16], 0, 3000)[0]
+    assert np.all(np.abs(instr16 / cyc16 - 1) < 0.03)                 # one a cycle
+    assert np.all(np.abs(instr16 / (16 * instr1) - 1) < 0.03)
+
+
+def test_dma_alpha_plus_beta_size_and_one_engine(timing_programs):
+    hw = get_hardware()
+    small = _timed(timing_programs[1], 1, 8)[0][0]
+    big = _timed(timing_programs[1], 1, 2048)[0][0]
+    assert big - small == pytest.approx(hw.dma_beta * 2040, abs=2)
+    # the call sequences around the transfer are a few instructions at 11 cycles each
+    assert 0 < small - (hw.dma_alpha_read + hw.dma_beta * 8) < 11 * 25
+    per = hw.dma_alpha_read + hw.dma_beta * 2048
+    t1 = _timed(timing_programs[1], 2, 20)[0][0]
+    assert 20 * per < t1 < 20 * (per + 11 * 15)       # latency bound, plus the loop's instructions
+    t16 = _timed(timing_programs[16], 2, 20)[0]
+    assert np.max(t16) == pytest.approx(16 * 20 * per, rel=0.03)        # the engine's bound
+    assert np.min(t16) > 0.9 * 16 * 20 * per                            # every tasklet waits
+
+
+def test_handshake_wakes_the_notifier_which_runs_alongside(timing_programs):
+    """After handshake_wait_for wakes a stopped notifier, both tasklets run: a waiter that
+    then spins on a flag the notifier raises sees it (tasklets switch in call-free code)."""
+    for t in (4, 16):
+        _, whole, cycles, d = _timed(timing_programs[t], 3, 0)
+        assert d["seen"] == 1
+        assert 0 < d["tries"] < 1000, d["tries"]
+        assert cycles >= whole > 0
+
+
+def test_launch_cycles_are_the_last_tasklets_modelled_time(timing_programs):
+    timed, whole, cycles, d = _timed(timing_programs[16], 0, 3000)
+    assert cycles == max(d["tasklet_cycles"]) >= whole >= timed.max()
+    # the runtime's own host work is no DPU time: the instructions are the program's blocks
+    # and the modelled runtime calls only
+    assert d["instructions"] * 1.0 <= cycles * 1.001

@@ -1,7 +1,7 @@
-/* dpu_error.h: the UPMEM SDK's error codes (pimrl simulator shim).
+/* dpu_error.h: the status codes of the UPMEM host API (pimrl's libdpu).
  *
- * Same names and values as the SDK's enum; pimrl/pim/errors.py holds the same list and a
- * test checks that the two agree.
+ * Names and values are the SDK's (2025.1). pimrl/pim/errors.py keeps the same list for the
+ * Python side; a test checks that the two agree.
  */
 #ifndef DPU_ERROR_H
 #define DPU_ERROR_H
@@ -10,8 +10,9 @@
 extern "C" {
 #endif
 
+/** What an API call reports: DPU_OK, or the first check it failed. */
 typedef enum dpu_error_t {
-    DPU_OK = 0,
+    DPU_OK,
     DPU_ERR_INTERNAL,
     DPU_ERR_SYSTEM,
     DPU_ERR_DRIVER,
@@ -49,10 +50,22 @@ typedef enum dpu_error_t {
     DPU_ERR_NO_THREAD_PER_RANK,
     DPU_ERR_INVALID_BUFFER_SIZE,
     DPU_ERR_NONBLOCKING_SYNC_CALLBACK,
+    DPU_ERR_TOO_MANY_TASKLETS,
+    DPU_ERR_SG_TOO_MANY_BLOCKS,
+    DPU_ERR_SG_LENGTH_MISMATCH,
+    DPU_ERR_SG_NOT_ACTIVATED,
+    DPU_ERR_SG_NOT_MRAM_SYMBOL,
+    /* A flag, not a code: set on errors of queued (asynchronous) jobs, combined with the
+       job type (bits 16 and up) and the job's own code (low bits). */
+    DPU_ERR_ASYNC_JOBS = (int)(1U << 31),
 } dpu_error_t;
 
-/** A short English description of an error code (never NULL). */
-const char *dpu_error_to_string(dpu_error_t status);
+/** The description of `status` in a string newly allocated with malloc: the caller owns it
+ *  and must free() it. NULL if memory ran out. */
+char *dpu_error_to_string(dpu_error_t status);
+
+/** Where the job type sits in a DPU_ERR_ASYNC_JOBS status. */
+#define DPU_ERROR_ASYNC_JOB_TYPE_SHIFT (16)
 
 #ifdef __cplusplus
 }

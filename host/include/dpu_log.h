@@ -1,19 +1,20 @@
-/* dpu_log.h: reading what a DPU printed (pimrl simulator shim). */
+/* dpu_log.h: what one DPU printed (pimrl's libdpu). */
 #ifndef DPU_LOG_H
 #define DPU_LOG_H
 
 #include <stdio.h>
 
-#include "dpu_error.h"
-#include "dpu_types.h"
+#include <dpu_error.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/** Write the log of one DPU (a single-DPU set, e.g. from DPU_FOREACH) to `stream`;
- *  a set of several DPUs gives DPU_ERR_INVALID_DPU_SET. */
-dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream);
+struct dpu_t;
+
+/** Write the output of the DPU's last run to `stream` (no header line; dpu_log_read of
+ *  dpu.h adds one). */
+dpu_error_t dpulog_read_for_dpu(struct dpu_t *dpu, FILE *stream);
 
 #ifdef __cplusplus
 }

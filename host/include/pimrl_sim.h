@@ -32,6 +32,10 @@ dpu_error_t pimrl_sim_set_phase(struct dpu_set_t dpu_set, const char *category);
 dpu_error_t pimrl_sim_modelled_seconds(struct dpu_set_t dpu_set, const char *category,
                                        double *seconds);
 
+/** Transfers done so far by libdpu's C fast path, without the Python interpreter
+ *  (docs/real-hardware.md, "Host time per call"). */
+unsigned long long pimrl_sim_fast_path_transfers(void);
+
 /** The simulator's explanation of the last failed call in this process ("" if none). */
 const char *pimrl_sim_last_error(void);
 

@@ -29,7 +29,7 @@ static struct dpu_set_t sets[N_SETS];
 static int set_used[N_SETS];
 static struct dpu_program_t *progs[N_PROGRAMS];
 static long failures = 0, calls = 0, ok_calls = 0;
-static long seen_codes[DPU_ERR_NONBLOCKING_SYNC_CALLBACK + 1];
+static long seen_codes[DPU_ERR_SG_NOT_MRAM_SYMBOL + 1];
 static int verbose = 0;
 static FILE *devnull;
 
@@ -83,11 +83,18 @@ static int length_safe(size_t len) { return len <= MAX_LEN || len > ((size_t)1 <
 static struct dpu_set_t *random_set(void)
 {
     static struct dpu_set_t garbage;
-    if (below(12) == 0) { /* a forged set: random fields */
-        garbage.kind = (enum dpu_set_kind_t)below(4);
-        garbage.pimrl_handle = (uint32_t)(below(2) ? below(8) : rnd());
-        garbage.pimrl_rank = below(2) ? UINT32_MAX : (uint32_t)below(20);
-        garbage.pimrl_dpu = (uint32_t)(below(2) ? below(3000) : rnd());
+    if (below(12) == 0) { /* a forged set: a random kind over NULL, or parts of a real set */
+        struct dpu_set_t *real = &sets[below(N_SETS)];
+        memset(&garbage, 0, sizeof(garbage));
+        garbage.kind = (dpu_set_kind_t)below(4);
+        if (below(2) && set_used[real - sets]) {
+            if (real->kind == DPU_SET_RANKS && garbage.kind == DPU_SET_RANKS) {
+                garbage.list.ranks = real->list.ranks; /* some, one or none of its ranks */
+                garbage.list.nr_ranks = (uint32_t)below(real->list.nr_ranks + 1);
+            } else if (real->kind == DPU_SET_DPU && garbage.kind == DPU_SET_DPU) {
+                garbage.dpu = real->dpu;
+            }
+        }
         return &garbage;
     }
     for (int tries = 0; tries < 8; tries++) {
@@ -111,15 +118,18 @@ static void record(const char *what, dpu_error_t err, int internal_ok)
     calls++;
     if (err == DPU_OK)
         ok_calls++;
-    if ((int)err >= 0 && err <= DPU_ERR_NONBLOCKING_SYNC_CALLBACK)
+    if ((int)err >= 0 && err <= DPU_ERR_SG_NOT_MRAM_SYMBOL)
         seen_codes[err]++;
-    int bad = (int)err < 0 || err > DPU_ERR_NONBLOCKING_SYNC_CALLBACK || (err == DPU_ERR_INTERNAL && !internal_ok);
-    if (bad) {
-        failures++;
-        printf("FAIL call %ld %s -> %d (%s): %s\n", calls, what, (int)err, dpu_error_to_string(err),
-               pimrl_sim_last_error());
-    } else if (verbose) {
-        printf("%6ld %-16s -> %s\n", calls, what, err ? dpu_error_to_string(err) : "ok");
+    int bad = (int)err < 0 || err > DPU_ERR_SG_NOT_MRAM_SYMBOL || (err == DPU_ERR_INTERNAL && !internal_ok);
+    if (bad || verbose) {
+        char *text = dpu_error_to_string(err); /* the caller frees it */
+        if (bad) {
+            failures++;
+            printf("FAIL call %ld %s -> %d (%s): %s\n", calls, what, (int)err, text, pimrl_sim_last_error());
+        } else {
+            printf("%6ld %-16s -> %s\n", calls, what, err ? text : "ok");
+        }
+        free(text);
     }
 }
 
@@ -267,7 +277,7 @@ static void step(void)
         break;
     }
     case 20:
-        (void)dpu_error_to_string((dpu_error_t)(int)below(60));
+        free(dpu_error_to_string((dpu_error_t)(int)below(60)));
         break;
     case 21: { /* a fault flag on a DPU, to reach DPU_ERR_DPU_FAULT */
         uint32_t flag = (uint32_t)below(2);
@@ -304,7 +314,7 @@ int main(int argc, char **argv)
             (void)dpu_free(sets[k]);
     fclose(devnull);
     printf("fuzz: codes returned:");
-    for (int c = 0; c <= DPU_ERR_NONBLOCKING_SYNC_CALLBACK; c++)
+    for (int c = 0; c <= DPU_ERR_SG_NOT_MRAM_SYMBOL; c++)
         if (seen_codes[c])
             printf(" %d:%ld", c, seen_codes[c]);
     printf("\n");

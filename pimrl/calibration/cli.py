@@ -26,9 +26,53 @@ def _jsonable(obj):
     return obj
 
 
+def cmd_calibrate_prim(args) -> int:
+    import sys
+
+    from pimrl.calibration import prim
+
+    try:
+        root = prim.find_prim(None if args.prim == "auto" else args.prim, fetch=not args.no_fetch,
+                              log=lambda m: print(m, file=sys.stderr))
+    except prim.PrimUnavailable as exc:
+        print(f"pimrl calibrate --prim: {exc}", file=sys.stderr)
+        return 2
+    print(f"pimrl calibrate --prim: PrIM's programs from {root}, built unmodified with pimrl's "
+          "bin first on PATH", file=sys.stderr)
+    try:
+        result = prim.run_suite(root, _hardware(args), quick=args.quick,
+                                log=lambda m: print(m, file=sys.stderr))
+    except (RuntimeError, ValueError) as exc:
+        print(f"pimrl calibrate --prim: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(_jsonable(result), indent=1))
+        return 0
+    s = result["summary"]
+    print("PrIM's microbenchmark programs, unmodified, through pimrl (DPU runtime; host times on "
+          "the modelled clock): their own figures, post-processed as PrIM does, beside the "
+          "published (measured) figures and pimrl's cost model (modelled)\n")
+    from pimrl.calibration.prim import format_rows
+
+    print(format_rows(result["rows"]))
+    if result["other"]:
+        print("\nWithout a published figure here\n")
+        print(format_rows(result["other"]))
+    if result["shapes"]:
+        print("\nShape checks\n")
+        for c in result["shapes"]:
+            print(f"{'ok ' if c['ok'] else 'NO '} {c['check']} {c['expected']}: {c['got']}")
+    print(f"\n{s['targets_within']}/{s['targets']} certain published figures within 10 % "
+          f"(largest {100 * s['max_target_abs_error']:.1f} %); {s['shape_checks_ok']}/"
+          f"{s['shape_checks']} shape checks ok")
+    return 0 if s["targets_within"] == s["targets"] and s["shape_checks_ok"] == s["shape_checks"] else 1
+
+
 def cmd_calibrate(args) -> int:
     from pimrl.calibration.calibrate import format_loo, format_shapes, format_table, plot, run_calibration
 
+    if args.prim:
+        return cmd_calibrate_prim(args)
     result = run_calibration(_hardware(args))
     if args.plot:
         result["plots"] = plot(result, args.plot)
@@ -91,6 +135,13 @@ def register(subparsers) -> None:
     _add_hw(p)
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.add_argument("--plot", metavar="DIR", help="write PNG curves to DIR")
+    p.add_argument("--prim", nargs="?", const="auto", metavar="DIR",
+                   help="build and run PrIM's own microbenchmark programs (a checkout of "
+                   "CMU-SAFARI/prim-benchmarks at DIR, $PIMRL_PRIM_DIR, or fetched into the cache) "
+                   "through the DPU runtime and the modelled clock")
+    p.add_argument("--no-fetch", action="store_true", help="with --prim: never fetch PrIM's code")
+    p.add_argument("--quick", action="store_true", help="with --prim: the certain published "
+                   "figures only, no tasklet sweeps")
     p.set_defaults(func=cmd_calibrate)
 
     p = subparsers.add_parser("sensitivity", help="which hardware parameters move the SwiftRL "

@@ -34,10 +34,16 @@ REPO = Path(__file__).resolve().parents[2]
 INCLUDE = REPO / "host" / "dpurt" / "include"
 RUNTIME_SRC = REPO / "host" / "dpurt" / "src" / "dpurt.c"
 LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
-ABI = 1
+#: The system library in DPU C (mram_unaligned, buddy_alloc, fsb_allocator, wramfifo):
+#: built and instrumented like a program's sources, linked as an archive (only what a
+#: program uses, as from the SDK's runtime library).
+SYSLIB_SRC = REPO / "host" / "dpurt" / "lib"
+ABI = 3
+#: The SDK's limits, checked at build time as its compiler and linker do.
+MAX_TASKLETS = 24
 
 #: Flags every DPU source is compiled with (after the user's, so they win).
-CODE_FLAGS = ["-fPIC", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
+CODE_FLAGS = ["-fPIC", "-fno-semantic-interposition", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
               "-ffp-contract=off", "-fno-stack-protector", "-fcf-protection=none",
               "-fno-asynchronous-unwind-tables", "-fno-plt", "-Wno-int-to-pointer-cast",
               "-Wno-pointer-to-int-cast", "-D__PIMRL_DPURT__=1"]
@@ -90,7 +96,7 @@ def runtime_object(verbose=False) -> Path:
     """The runtime compiled once per source version (cached)."""
     src = RUNTIME_SRC.read_bytes()
     cc = host_cc()
-    key = hashlib.sha256(src + cc.encode() + b"abi1").hexdigest()[:16]
+    key = hashlib.sha256(src + cc.encode() + b"abi%d" % ABI).hexdigest()[:16]
     out = cache_dir() / f"dpurt-{key}.o"
     if not out.exists():
         tmp = out.with_suffix(f".{os.getpid()}.tmp.o")
@@ -99,6 +105,68 @@ def runtime_object(verbose=False) -> Path:
              "building the pimrl DPU runtime")
         os.replace(tmp, out)
     return out
+
+
+def syslib_archive(verbose=False) -> Path:
+    """The system library (host/dpurt/lib/*.c), instrumented, as a static archive (cached
+    per source version)."""
+    h = hashlib.sha256(host_cc().encode() + b"abi%d" % ABI)
+    for f in sorted(SYSLIB_SRC.glob("*.c")) + sorted(INCLUDE.glob("*.h")) + [
+            Path(__file__).with_name("instrument.py"), Path(__file__)]:
+        h.update(f.name.encode() + f.read_bytes())
+    out = cache_dir() / f"libdpusys-{h.hexdigest()[:16]}.a"
+    if out.exists():
+        return out
+    ar = os.environ.get("AR") or "ar"
+    with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
+        objs = []
+        for src in sorted(SYSLIB_SRC.glob("*.c")):
+            obj = Path(tmp) / (src.stem + ".o")
+            # the SDK's routines are tasklet-safe: here each runs as one step (no preemption)
+            compile_source(src, obj, ["-O2", "-Wall", "-Wextra", "-Werror"], verbose, preempt=False)
+            objs.append(obj)
+        tmp_a = Path(tmp) / "lib.a"
+        _run([ar, "rcs", tmp_a, *objs], verbose, "archiving the DPU system library")
+        part = out.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(tmp_a, part)
+        os.replace(part, out)
+    return out
+
+
+def check_tasklets(flags) -> None:
+    """NR_TASKLETS outside [1, 24] is refused at build time, as by the SDK."""
+    value = _defines(flags).get("NR_TASKLETS")
+    if value is None:
+        return
+    try:
+        n = int(value, 0)
+    except ValueError:
+        return                       # an expression: the DPU compiler would evaluate it
+    if not 1 <= n <= MAX_TASKLETS:
+        raise BuildError(f"NR_TASKLETS={value}: a DPU runs 1 to {MAX_TASKLETS} tasklets")
+
+
+def check_wram(path: Path, flags, name: str | None = None) -> None:
+    """The built program's WRAM (globals + NR_TASKLETS stacks) must fit the DPU's 64 KiB, as
+    the SDK's linker requires; the atomic bits are checked by the linker script."""
+    from pimrl.dpurt.elf import Elf
+    from pimrl.pim.hardware import get_hardware
+
+    hw = get_hardware()
+    elf = Elf(path.read_bytes())
+    secs = [x for x in (elf.section(".data"), elf.section(".bss")) if x is not None]
+    if not secs:
+        return
+    image = max(x.end for x in secs) - min(x.addr for x in secs)
+    defs = _defines(flags)
+    n = int(defs["NR_TASKLETS"], 0) if defs.get("NR_TASKLETS", "").isdigit() else 1
+    stack = (int(defs["STACK_SIZE_DEFAULT"]) if defs.get("STACK_SIZE_DEFAULT", "").isdigit()
+             else hw.stack_bytes_per_tasklet)
+    need = image + n * stack
+    if need > hw.wram_bytes:
+        raise BuildError(f"{name or path.name}: region `wram' overflowed by {need - hw.wram_bytes} bytes: {image} B of "
+                         f"WRAM globals + {n} tasklet stacks x {stack} B = {need} B > "
+                         f"{hw.wram_bytes} B of WRAM")
 
 
 def _defines(flags) -> dict:
@@ -113,13 +181,14 @@ def _defines(flags) -> dict:
     return out
 
 
-def compile_source(src: Path, obj: Path, flags: list, verbose=False) -> None:
-    """One C source -> instrumented object."""
+def compile_source(src: Path, obj: Path, flags: list, verbose=False, preempt=True) -> None:
+    """One C source -> instrumented object (``preempt=False``: its code never gives way to
+    another tasklet between runtime calls, see instrument.PROBE_NO_PREEMPT)."""
     cc = host_cc()
     with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
         asm = Path(tmp) / (src.stem + ".s")
         _run([cc, "-I", INCLUDE, *flags, *CODE_FLAGS, "-S", src, "-o", asm], verbose)
-        text, info = instrument(asm.read_text(), src.name)
+        text, info = instrument(asm.read_text(), src.name, preempt)
         defs = _defines(flags)
         meta = {"nr_tasklets": int(defs["NR_TASKLETS"]) if defs.get("NR_TASKLETS", "").isdigit() else None,
                 "stack_size": int(defs["STACK_SIZE_DEFAULT"]) if defs.get("STACK_SIZE_DEFAULT", "").isdigit() else None}
@@ -146,7 +215,8 @@ def link(objects: list, out: Path, flags: list, verbose=False) -> None:
         _run([cc, "-c", info_s, "-o", info_o], verbose, "assembling")
         tmp_out = Path(tmp) / "program.so"
         _run([cc, *LINK_FLAGS, f"-Wl,-T,{LINKER_SCRIPT}", "-o", tmp_out, *objects,
-              runtime_object(verbose), info_o], verbose, "linking")
+              syslib_archive(verbose), runtime_object(verbose), info_o], verbose, "linking")
+        check_wram(tmp_out, flags, str(out))
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tmp_out, out)
         os.chmod(out, 0o755)
@@ -212,6 +282,7 @@ def main(argv=None) -> int:
             print(f"{prog}: error: {s}: no such file", file=sys.stderr)
             return 1
     try:
+        check_tasklets(flags)
         if compile_only:
             if out and len(sources) > 1:
                 print(f"{prog}: error: -o with -c takes one source", file=sys.stderr)
@@ -247,6 +318,7 @@ def build(sources, output, nr_tasklets: int | None = None, defines: dict | None 
     if not have_compiler():
         raise BuildError(f"no host C compiler ({host_cc()}) on PATH")
     output = Path(output)
+    check_tasklets(flags)
     with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
         objs = []
         for i, s in enumerate(srcs):

@@ -3,13 +3,20 @@
 The compiler driver compiles every DPU source to assembly (``gcc -S``), passes it through
 :func:`instrument`, and assembles the result. A *block* starts at every function entry, at
 every label a jump or a jump table refers to, and after every conditional jump; it ends at
-the next block start or after a jump or return. At each block start the driver inserts
+the next block start or after a jump, call or return. At each block start the driver inserts (:data:`PROBE`)
 
-    pushfq; addq $1, .Ldpurt_bbc+8*k(%rip); popfq
+    pushfq; addq $1, .Ldpurt_bbc+8*k(%rip)
+    pushq %rax; movq .Ldpurt_bbw+8*k(%rip), %rax     # the block's DPU cost (fixed point)
+    addq __dpurt_icount(%rip), %rax; movq %rax, __dpurt_icount(%rip)
+    cmpq __dpurt_ilimit(%rip), %rax; popq %rax
+    jb 1f; call __dpurt_preempt; 1: popfq
 
-(flags preserved; the driver compiles with ``-mno-red-zone`` so the push is safe), so every
-DPU run yields exact execution counts of the program's own blocks. The inserted lines are
-not counted. Each block's static instructions are classified (:func:`classify`) into plain
+(flags and registers preserved; the driver compiles with ``-mno-red-zone`` so the pushes
+are safe), so every DPU run yields exact execution counts of the program's own blocks, the
+running tasklet's modelled instructions advance block by block, and a tasklet that has run
+a quantum of instructions without a runtime call can give way to an earlier one (the
+runtime fills ``dpurt_bbw`` with the block costs when it is set up). The inserted lines
+are not counted. Each block's static instructions are classified (:func:`classify`) into plain
 instructions and emulated operations; ``block_cost`` turns a block into DPU instructions
 with the hardware's ``op_instructions`` (docs/dpu-runtime.md, "Time").
 """
@@ -48,18 +55,90 @@ _FREE = {"nop", "nopw", "nopl", "endbr64", "endbr32", "notrack"}
 _MOVE_PREFIXES = ("mov", "lea", "push", "pop", "cmov", "set", "call", "jmp", "ret", "cvt",
                   "cqto", "cltq", "cltd", "cwtl", "cqo", "xchg", "prefetch", "pxor",
                   "xorps", "xorpd", "movs", "movz", "stos", "rep")
+#: Inserted at every block start (k-th block: ``off`` = 8 k).
+PROBE = """\tpushfq
+\taddq\t$1, .Ldpurt_bbc+{off}(%rip)
+\tpushq\t%rax
+\tmovq\t.Ldpurt_bbw+{off}(%rip), %rax
+\taddq\t__dpurt_icount(%rip), %rax
+\tmovq\t%rax, __dpurt_icount(%rip)
+\tcmpq\t__dpurt_ilimit(%rip), %rax
+\tpopq\t%rax
+\tjb\t1f
+\tcall\t__dpurt_preempt
+1:
+\tpopfq"""
+#: The probe of code that never gives way (the system library's C parts): counts and time
+#: only, so a library routine runs as one step, as the SDK's tasklet-safe routines do.
+PROBE_NO_PREEMPT = """\tpushfq
+\taddq\t$1, .Ldpurt_bbc+{off}(%rip)
+\tpushq\t%rax
+\tmovq\t.Ldpurt_bbw+{off}(%rip), %rax
+\taddq\t__dpurt_icount(%rip), %rax
+\tmovq\t%rax, __dpurt_icount(%rip)
+\tpopq\t%rax
+\tpopfq"""
 _REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
 
 
-def classify(mnemonic: str, operands: str, next_mnemonic: str | None) -> tuple[float, str | None, int]:
+_ALU = ("add", "sub", "and", "or", "xor", "adc", "sbb", "neg", "not", "inc", "dec", "shl",
+        "shr", "sar", "sal", "rol", "ror", "cmp", "test")
+_REG_NAME = re.compile(r"%([a-z0-9]+)")
+_MEM = re.compile(r"\(([^)]*)\)")
+
+
+def _reg_family(name: str) -> str:
+    """``rax``/``eax``/``ax``/``al`` -> ``a``; ``r8``/``r8d``/``r8b`` -> ``r8``."""
+    m = re.fullmatch(r"r(\d+)[dwb]?", name)
+    if m:
+        return "r" + m.group(1)
+    name = name.lstrip("re")
+    return {"al": "a", "bl": "b", "cl": "c", "dl": "d", "sil": "si", "dil": "di", "spl": "sp",
+            "bpl": "bp", "ah": "a", "bh": "b", "ch": "c", "dh": "d"}.get(name, name.rstrip("x") or name)
+
+
+def address_registers(operand_list) -> set:
+    """Register families a block uses as addresses (bases and indexes of its memory operands,
+    destinations of ``lea``): the host's 64-bit pointers, which are 32-bit on a DPU."""
+    regs = {"sp", "bp", "ip"}
+    for m, ops in operand_list:
+        for inner in _MEM.findall(ops):
+            regs.update(_reg_family(r) for r in _REG_NAME.findall(inner))
+        if m.startswith("lea"):
+            dest = _REG_NAME.findall(ops.rsplit(",", 1)[-1])
+            regs.update(_reg_family(r) for r in dest)
+    return regs
+
+
+def _wide_data(mnemonic: str, operands: str, addr_regs) -> bool:
+    """A 64-bit integer operation on data (not on a pointer): two DPU instructions."""
+    regs = _REG_NAME.findall(operands.split("(")[0] if "(" not in operands else
+                             _MEM.sub("", operands))
+    if not (mnemonic.endswith("q") or any(_REG64.fullmatch("%" + r) for r in regs)):
+        return False
+    if addr_regs is None:
+        return False
+    return not any(_reg_family(r) in addr_regs for r in regs) or "(" in operands
+
+
+def classify(mnemonic: str, operands: str, next_mnemonic: str | None,
+             addr_regs: set | None = None) -> tuple[float, str | None, int]:
     """(plain DPU instructions, emulated operation or None, how many) for one x86 instruction.
 
-    Rules (docs/dpu-runtime.md): SSE arithmetic is the DPU's soft-float routine;
-    ``imul``/``mul``/``div`` are the emulated 32- or 64-bit routines by operand width, a
-    multiply by a constant is two shift-and-add instructions; ``cmp``/``test`` followed by a
-    conditional jump is one DPU compare-and-branch; an arithmetic instruction with a memory
-    operand is a load plus the operation (DPUs are load/store machines); everything else is
-    one instruction.
+    The DPU is a 32-bit load/store machine (docs/dpu-runtime.md, "Time"); the rules are
+    calibrated on PrIM's arithmetic loop ``a[i] = a[i] OP k`` (6 DPU instructions an INT32
+    element, 7 an INT64 one, plus the routine of an emulated operation):
+
+    - SSE arithmetic is the DPU's soft-float routine; ``imul``/``mul``/``div`` are the
+      emulated 32- or 64-bit routines by operand width; a multiply by a constant is two
+      shift-and-add instructions;
+    - an arithmetic instruction that reads and writes memory is a load, the operation and a
+      store (3); one that reads memory a load and the operation (2);
+    - a compare (or test) and its conditional jump are two instructions;
+    - a 64-bit operation on data (not on a register the block uses as an address: pointers
+      are 32-bit on a DPU) takes two 32-bit instructions, its memory forms one more;
+    - moves, loads and stores of any width (the DPU loads and stores 64-bit pairs), ``lea``,
+      calls and returns are one instruction; everything else is one.
     """
     m = mnemonic
     if m in _FREE or m.startswith("."):
@@ -83,10 +162,20 @@ def classify(mnemonic: str, operands: str, next_mnemonic: str | None) -> tuple[f
     if base.startswith("div") or base.startswith("idiv"):
         wide = base.endswith("q") or bool(_REG64.search(operands))
         return 0.0, "int64_div" if wide else "int32_div", 1
+    alu = base.startswith(_ALU) and not base.startswith(_MOVE_PREFIXES)
+    wide = alu and _wide_data(base, operands, addr_regs)
     if (base.startswith("cmp") or base.startswith("test")) and next_mnemonic and _JCC.match(next_mnemonic):
-        return 0.0, None, 0                         # fused into the DPU's conditional jump
+        return (2.0 if wide else 1.0) + (1.0 if "(" in operands else 0.0), None, 0
+    if "(" in operands and alu:
+        ops = [o.strip() for o in operands.split(",")]
+        rmw = len(ops) == 1 or "(" in ops[-1]
+        if base.startswith(("cmp", "test")):
+            rmw = False
+        return (3.0 if rmw else 2.0) + (1.0 if wide else 0.0), None, 0
     if "(" in operands and not base.startswith(_MOVE_PREFIXES):
         return 2.0, None, 0                         # load + operation
+    if wide:
+        return 2.0, None, 0
     return 1.0, None, 0
 
 
@@ -128,8 +217,9 @@ def _is_code(section: str, flags: dict) -> bool:
     return section.startswith(".text") or "x" in flags.get(section, "")
 
 
-def instrument(asm: str, tu: str) -> tuple[str, dict]:
+def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
     """Instrument one translation unit's assembly. Returns (new assembly, block info).
+    ``preempt=False``: probes that never give way (:data:`PROBE_NO_PREEMPT`).
 
     Block info: ``{"tu": name, "blocks": [[plain, {op: n}, function], ...]}`` in counter
     order; the counters are ``.Ldpurt_bbc`` (``dpurt_bbc`` section, 8 bytes each).
@@ -165,6 +255,7 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
     # pass 2: insert counters
     out = []
     blocks = []
+    pending_instr: dict = {}
     cur = None                   # [plain, ops, function]
     pending = False
     function = "?"
@@ -207,25 +298,39 @@ def instrument(asm: str, tu: str) -> tuple[str, dict]:
             k = len(blocks)
             cur = [0.0, {}, function]
             blocks.append(cur)
-            out.append("\tpushfq")
-            out.append(f"\taddq\t$1, .Ldpurt_bbc+{8 * k}(%rip)")
-            out.append("\tpopfq")
+            pending_instr[id(cur)] = []
+            out.extend((PROBE if preempt else PROBE_NO_PREEMPT).format(off=8 * k).splitlines())
             pending = False
-        plain, op, n = classify(m, ops, next_instr.get(i))
-        cur[0] += plain
-        if op:
-            cur[1][op] = cur[1].get(op, 0) + n
+        pending_instr[id(cur)].append((m, ops, next_instr.get(i)))
         out.append(line)
-        if _JCC.match(m):
+        if _JCC.match(m) or m.startswith("call"):
+            # after a call too: the instructions after it are charged when they run, after
+            # whatever the callee did (a runtime call may read the clock or wait)
             pending = True
         elif m in ("jmp", "ret", "retq", "ud2") or m.startswith("jmp"):
             cur = None
+    for blk in blocks:                # classify each block with its address registers
+        instrs = pending_instr[id(blk)]
+        regs = address_registers([(m, ops) for m, ops, _ in instrs])
+        for m, ops, nxt in instrs:
+            plain, op, k = classify(m, ops, nxt, regs)
+            blk[0] += plain
+            if op:
+                blk[1][op] = blk[1].get(op, 0) + k
     n = max(len(blocks), 1)
     info = {"tu": tu, "blocks": blocks}
     out.append("\t.section\tdpurt_bbc,\"aw\",@nobits")
     out.append("\t.p2align 3")
     out.append(".Ldpurt_bbc:")
     out.append(f"\t.zero\t{8 * n}")
+    out.append("\t.section\tdpurt_bbw,\"aw\",@nobits")
+    out.append("\t.p2align 3")
+    out.append(".Ldpurt_bbw:")
+    out.append(f"\t.zero\t{8 * n}")
+    out.append("\t.hidden\t__dpurt_icount")
+    if preempt:
+        out.append("\t.hidden\t__dpurt_ilimit")
+        out.append("\t.hidden\t__dpurt_preempt")
     text = json.dumps(info, separators=(",", ":")) + "\n"
     if not blocks:
         info["blocks"] = [[0.0, {}, "?"]]

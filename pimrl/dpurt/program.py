@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,15 +26,18 @@ import numpy as np
 
 from pimrl.dpurt.elf import STB_GLOBAL, STB_WEAK, STT_OBJECT, Elf, ElfError
 from pimrl.dpurt.instrument import block_cost, parse_bbinfo
-from pimrl.pim import cost
 from pimrl.pim.errors import fail
 from pimrl.pim.memory import PAGE_BYTES
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
-ABI = 1
+ABI = 3
 #: Instructions charged per runtime call (the call sequence in the program is counted too).
 RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 2.0,
-                 "alloc": 6.0, "printf": 50.0}
+                 "alloc": 6.0, "printf": 50.0, "perfcounter": 2.0}
+#: DPU instructions a tasklet runs without a runtime call before it may give way to a tasklet
+#: that is earlier in modelled time (smaller: finer interleaving, slower simulation).
+QUANTUM = float(os.environ.get("PIMRL_DPURT_QUANTUM", "24"))
+MAX_TASKLETS = 24
 MRAM_SWAP_LIMIT = int(os.environ.get("PIMRL_DPURT_MRAM_SWAP", str(1 << 20)))
 HOST_STACK_BYTES = 256 * 1024
 LOG_CAP = 1 << 20
@@ -54,7 +58,8 @@ class _Config(ctypes.Structure):
                 ("frequency_hz", ctypes.c_double), ("cost_mutex", ctypes.c_double),
                 ("cost_barrier", ctypes.c_double), ("cost_handshake", ctypes.c_double),
                 ("cost_dma_call", ctypes.c_double), ("cost_alloc", ctypes.c_double),
-                ("cost_printf", ctypes.c_double)]
+                ("cost_printf", ctypes.c_double), ("bb_weight", ctypes.c_void_p),
+                ("quantum", ctypes.c_double), ("cost_perfcounter", ctypes.c_double)]
 
 
 class _Result(ctypes.Structure):
@@ -66,7 +71,10 @@ class _Result(ctypes.Structure):
                 ("sync_calls", ctypes.c_int64), ("heap_peak", ctypes.c_int64),
                 ("log", ctypes.c_void_p), ("log_len", ctypes.c_int64),
                 ("log_truncated", ctypes.c_int64), ("n_new_pages", ctypes.c_int64),
-                ("new_page_ids", ctypes.c_void_p), ("new_page_data", ctypes.c_void_p)]
+                ("new_page_ids", ctypes.c_void_p), ("new_page_data", ctypes.c_void_p),
+                ("cycles", ctypes.c_double), ("dma_busy_cycles", ctypes.c_double),
+                ("tasklet_cycles", ctypes.c_double * MAX_TASKLETS),
+                ("dma_unaligned", ctypes.c_int64)]
 
 
 class _Launch(ctypes.Structure):
@@ -130,6 +138,8 @@ class _Copy:
         cfg.image = self.image_addr
         cfg.image_size = program.image_size
         cfg.bbc = self.base + program.bbc_lo
+        cfg.bb_weight = self.base + program.bbw_lo if program.bbw_lo else 0
+        cfg.quantum = QUANTUM
         cfg.n_bb = program.n_bb
         self.costs = costs                  # kept alive: the runtime reads it
         cfg.bb_cost = costs.ctypes.data
@@ -206,6 +216,8 @@ class DpuRtProgram(DpuProgram):
         self.image_lo, self.image_size = lo, hi - lo
         bbc = elf.section("dpurt_bbc")
         self.bbc_lo = bbc.addr if bbc else 0
+        bbw = elf.section("dpurt_bbw")
+        self.bbw_lo = bbw.addr if bbw else 0
         self.blocks = parse_bbinfo(elf.contents("dpurt_bbinfo")) if elf.section("dpurt_bbinfo") else []
         self.n_bb = (bbc.size // 8) if bbc else 0
         if len(self.blocks) != self.n_bb:
@@ -247,6 +259,9 @@ class DpuRtProgram(DpuProgram):
         self._pool = None
         self._costs = {}
         self.last_launch = None
+        #: DMA transfers aligned down (addresses not a multiple of 8) over every launch so far.
+        self.dma_unaligned = 0
+        self._warned_unaligned = False
 
     # ------------------------------------------------------------ model
     def stack_bytes(self, hw) -> int:
@@ -341,7 +356,10 @@ class DpuRtProgram(DpuProgram):
                 detail = {"instructions": r.instructions, "runtime_instructions": r.runtime_instructions,
                           "dma_reads": r.dma_reads, "dma_read_bytes": r.dma_read_bytes,
                           "dma_writes": r.dma_writes, "dma_write_bytes": r.dma_write_bytes,
-                          "sync_calls": r.sync_calls, "heap_peak": r.heap_peak}
+                          "sync_calls": r.sync_calls, "heap_peak": r.heap_peak,
+                          "cycles": r.cycles, "dma_busy_cycles": r.dma_busy_cycles,
+                          "tasklet_cycles": list(r.tasklet_cycles[:self.nr_tasklets]),
+                          "dma_unaligned": r.dma_unaligned}
                 if r.n_new_pages < 0:
                     faults.append((s, -1, "out of host memory for MRAM pages"))
                 for k in range(max(int(r.n_new_pages), 0)):
@@ -358,14 +376,22 @@ class DpuRtProgram(DpuProgram):
                 per_slot[s] = detail
             copies[w].lib.dpurt_release(results, len(results))
         instr = np.array([per_slot[int(s)]["instructions"] for s in slots])
-        dma = np.array([per_slot[int(s)]["dma_reads"] * hw.dma_alpha_read
-                        + per_slot[int(s)]["dma_writes"] * hw.dma_alpha_write
-                        + (per_slot[int(s)]["dma_read_bytes"] + per_slot[int(s)]["dma_write_bytes"]) * hw.dma_beta
-                        for s in slots])
-        cycles = cost.dpu_cycles(hw, instr, dma, self.nr_tasklets) if len(slots) else np.zeros(0)
+        dma = np.array([per_slot[int(s)]["dma_busy_cycles"] for s in slots])
+        # the runtime's modelled clock: when the DPU's last tasklet finished
+        cycles = np.array([per_slot[int(s)]["cycles"] for s in slots], dtype=np.float64)
         faults.sort()
+        unaligned = sum(int(d["dma_unaligned"]) for d in per_slot.values())
+        self.dma_unaligned += unaligned
+        if unaligned and not self._warned_unaligned:
+            self._warned_unaligned = True
+            # Reported against the DPU program file (not this line): what a user should look at.
+            warnings.warn_explicit(f"{unaligned} DMA transfer(s) at an MRAM or WRAM address that "
+                                   "is not a multiple of 8 ran on the address aligned down, as the "
+                                   "DPU's DMA engine does (PIMRL_DPURT_STRICT_DMA=1 makes them fault)",
+                                   UserWarning, self.path, 0)
         self.last_launch = {"slots": slots.copy(), "instructions": instr, "dma_cycles": dma,
-                            "cycles": np.asarray(cycles, dtype=np.float64), "per_dpu": per_slot}
+                            "cycles": np.asarray(cycles, dtype=np.float64), "per_dpu": per_slot,
+                            "dma_unaligned": unaligned}
         return LaunchResult(cycles=np.asarray(cycles, dtype=np.float64), faults=faults)
 
     def __repr__(self):

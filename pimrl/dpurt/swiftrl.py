@@ -44,7 +44,7 @@ def _sources_key() -> str:
     h = hashlib.sha256()
     for p in (SOURCE, KERNELS / "swiftrl_common.h", KERNELS / HEADER, cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
               Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
-              *sorted(cc.INCLUDE.glob("*.h"))):
+              *sorted(cc.INCLUDE.glob("*.h")), *sorted(cc.SYSLIB_SRC.glob("*.c"))):
         h.update(p.read_bytes())
     return h.hexdigest()[:12]
 

@@ -17,8 +17,11 @@ _NAMES = (
     "DPU_ERR_INVALID_PROFILE", "DPU_ERR_UNKNOWN_SYMBOL", "DPU_ERR_LOG_FORMAT",
     "DPU_ERR_LOG_CONTEXT_MISSING", "DPU_ERR_LOG_BUFFER_TOO_SMALL", "DPU_ERR_VPD_INVALID_FILE",
     "DPU_ERR_VPD_NO_REPAIR", "DPU_ERR_NO_THREAD_PER_RANK", "DPU_ERR_INVALID_BUFFER_SIZE",
-    "DPU_ERR_NONBLOCKING_SYNC_CALLBACK",
+    "DPU_ERR_NONBLOCKING_SYNC_CALLBACK", "DPU_ERR_TOO_MANY_TASKLETS", "DPU_ERR_SG_TOO_MANY_BLOCKS",
+    "DPU_ERR_SG_LENGTH_MISMATCH", "DPU_ERR_SG_NOT_ACTIVATED", "DPU_ERR_SG_NOT_MRAM_SYMBOL",
 )
+#: A flag on the errors of queued (asynchronous) jobs, combined with the job's own code.
+DPU_ERR_ASYNC_JOBS = 1 << 31
 
 DpuErrorCode = enum.IntEnum("DpuErrorCode", [(n, i) for i, n in enumerate(_NAMES)])
 DpuErrorCode.__doc__ = "The SDK's dpu_error_t: values are the C enum's."

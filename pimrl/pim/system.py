@@ -162,6 +162,12 @@ class Allocation:
         return self.phase or ("cpu_dpu" if to_dpu else "dpu_cpu")
 
 
+#: Profile keys of the SDK that tune its host-side threads (PrIM's CPU-DPU benchmark passes
+#: ``nrThreadPerPool=8``): accepted, and without effect on the simulated machine.
+SDK_HOST_PROFILE_KEYS = ("nrThreadsPerRank", "nrThreadPerPool", "nrJobsPerRank",
+                         "dispatchOnAllRanks")
+
+
 def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -> Machine:
     """The machine a profile selects: ``backend`` (simulator), ``hardware`` (a preset) and
     any hardware field as a what-if override; errors are ``DPU_ERR_INVALID_PROFILE``."""
@@ -169,7 +175,10 @@ def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -
     backend = opts.pop("backend", "simulator")
     if backend not in ("simulator", "pimrl"):
         raise fail("INVALID_PROFILE", f"backend={backend!r}: pimrl simulates (use backend=simulator)")
-    opts.pop("nrThreadsPerRank", None)
+    # SDK keys with no simulator meaning: its host threading (no effect here); libdpu reads
+    # sgXferEnable itself.
+    for key in (*SDK_HOST_PROFILE_KEYS, "sgXferEnable"):
+        opts.pop(key, None)
     try:
         hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),
                                       parse_overrides(f"{k}={v}" for k, v in opts.items()))
@@ -444,15 +453,9 @@ class DpuSet:
 
     def _account(self, to_dpu, per_dpu_bytes, serial=False, broadcast=False, n_dpus=None,
                  n_ranks=None, what=""):
-        hw = self.alloc.hw
         n_dpus = self.nr_dpus if n_dpus is None else n_dpus
         n_ranks = self.nr_ranks if n_ranks is None else n_ranks
-        if serial:
-            secs = cost.serial_transfer_seconds(hw, per_dpu_bytes * n_dpus, to_dpu)
-        elif broadcast:
-            secs = cost.broadcast_seconds(hw, per_dpu_bytes, n_dpus, n_ranks)
-        else:
-            secs = cost.parallel_transfer_seconds(hw, per_dpu_bytes, n_dpus, n_ranks, to_dpu)
+        secs = transfer_seconds(self.alloc.hw, to_dpu, per_dpu_bytes, n_dpus, n_ranks, serial, broadcast)
         self.alloc.ledger.add(self.alloc.category(to_dpu), secs, what,
                               bytes_per_dpu=int(per_dpu_bytes), dpus=int(n_dpus))
 
@@ -509,6 +512,17 @@ class DpuSet:
             yield
         finally:
             self.alloc.phase = previous
+
+
+def transfer_seconds(hw: Hardware, to_dpu: bool, per_dpu_bytes: int, n_dpus: int, n_ranks: int,
+                     serial: bool = False, broadcast: bool = False) -> float:
+    """Modelled seconds of one host transfer: serial (one DPU at a time), a broadcast of the
+    same bytes, or a parallel transfer of ``per_dpu_bytes`` to or from each of ``n_dpus``."""
+    if serial:
+        return cost.serial_transfer_seconds(hw, per_dpu_bytes * n_dpus, to_dpu)
+    if broadcast:
+        return cost.broadcast_seconds(hw, per_dpu_bytes, n_dpus, n_ranks)
+    return cost.parallel_transfer_seconds(hw, per_dpu_bytes, n_dpus, n_ranks, to_dpu)
 
 
 def _fault_error(faults):

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 HOST = REPO / "host"
 INCLUDE = HOST / "include"
-SOURCES = (HOST / "src" / "dpu_shim.c",)
+SOURCES = tuple(HOST / "src" / name for name in ("dpu_shim.c", "dpu_fast.c", "dpu_lowlevel.c"))
 DEFAULT_BUILD_DIR = HOST / "build"
 MODULE = "_pimrl_libdpu"
 LIBRARY = "libdpu.so"
@@ -32,13 +32,28 @@ class ShimUnavailable(RuntimeError):
 # Types the Python side reads and writes (must match host/include/dpu_types.h and
 # host/src/shim_internal.h; cffi checks the layouts when it compiles).
 CDEF = """
-enum dpu_set_kind_t { DPU_SET_RANKS, DPU_SET_DPU };
-struct dpu_set_t { enum dpu_set_kind_t kind; uint32_t pimrl_handle; uint32_t pimrl_rank;
-                   uint32_t pimrl_dpu; };
 struct dpu_symbol_t { uint32_t address; uint32_t size; };
-struct dpu_program_t { uint32_t pimrl_id; };
+typedef struct dpu_elf_symbol { char *name; unsigned int value; unsigned int size; } dpu_elf_symbol_t;
+typedef struct dpu_elf_symbols { unsigned int nr_symbols; dpu_elf_symbol_t *map; } dpu_elf_symbols_t;
+struct dpu_program_t { uint8_t nr_threads_enabled; int32_t printf_buffer_address; int32_t printf_buffer_size;
+    int32_t printf_write_pointer_address; int32_t printf_buffer_has_wrapped_address;
+    dpu_elf_symbols_t *symbols; int32_t mcount_address; int32_t ret_mcount_address;
+    int32_t thread_profiling_address; int32_t perfcounter_end_value_address;
+    dpu_elf_symbols_t *profiling_symbols; int32_t open_print_sequence_addr; int32_t close_print_sequence_addr;
+    int32_t reference_count; char *program_path; };
+struct pimrl_program { struct dpu_program_t sdk; uint32_t pimrl_id; };
+struct pimrl_mem { int32_t valid; int32_t phase; uint8_t *wram; uint64_t wram_bytes; uint64_t mram_bytes;
+                   int32_t *page_table; uint64_t pages_per_bank; uint8_t *pool; int64_t *program_of;
+                   uint8_t *running; uint32_t nr_programs; struct pimrl_program **programs; };
+struct pimrl_alloc { uint32_t handle; uint32_t nr_ranks; uint32_t dpus_per_rank; uint32_t nr_slots;
+                     int32_t freed; int32_t sg_enabled; struct pimrl_mem mem; ...; };
+struct pimrl_set_ref { uint32_t kind; uint32_t pimrl_handle; uint32_t pimrl_rank; uint32_t pimrl_dpu; };
+struct pimrl_record { uint32_t handle; uint32_t op; int32_t phase; uint32_t program; uint32_t symbol;
+                      uint32_t n_dpus; uint32_t n_ranks; uint32_t pad; uint64_t bytes; };
 void _pimrl_set_message(const char *message);
+void _pimrl_set_error(int code, const char *message);
 void _pimrl_mark_ready(void);
+size_t _pimrl_take_records(struct pimrl_record **records);
 """
 
 EMBEDDING_MARKER = "/* Implemented by the Python side (cffi embedding API)"

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 #include "attributes.h"
+#include "macro_utils.h"
+#include "sysdef.h"
 
 #ifndef NR_TASKLETS
 #define NR_TASKLETS 1
@@ -11,11 +13,8 @@
 
 #define __PIMRL_DPURT__ 1
 
-typedef uint32_t sysname_t;
-
 /* The id of the running tasklet, 0 .. NR_TASKLETS - 1. */
 sysname_t me(void);
-/* Stop the DPU (every tasklet): the launch ends normally. */
 void halt(void) __attribute__((noreturn));
 /* Remaining stack bytes of the running tasklet (as the model counts them). */
 int check_stack(void);
@@ -25,5 +24,10 @@ static inline void nop(void) {}
  * faults as the DPU's `fault` instruction does. */
 void __dpurt_fault(const char *file, int line, const char *what) __attribute__((noreturn));
 #define __builtin_trap() __dpurt_fault(__FILE__, __LINE__, "__builtin_trap()")
+/* As in the SDK, halt() is the DPU's fault instruction: the DPU stops in fault (FAULT_HALT)
+ * and dpu_launch reports DPU_ERR_DPU_FAULT. */
+#define halt() __dpurt_fault(__FILE__, __LINE__, "halt() (FAULT_HALT)")
+/* Let the other tasklets run (the system library's waiting loops). */
+void __dpurt_yield(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* seqread.h: sequential MRAM readers (pimrl DPU runtime), built on mram_read.
- * SEQREAD_CACHE_SIZE (default 256, a power of two in [32, 1024]) is the bytes one refill
- * reads. */
+ * SEQREAD_CACHE_SIZE (default 256, a power of two in [32, 1024]) sizes the cache: every
+ * refill reads 2 * SEQREAD_CACHE_SIZE bytes, so near the end of an MRAM array it reads the
+ * MRAM that follows it (the next variables or the heap), as on the DPU. */
 #ifndef PIMRL_DPURT_SEQREAD_H
 #define PIMRL_DPURT_SEQREAD_H
 
@@ -11,6 +12,9 @@
 #ifndef SEQREAD_CACHE_SIZE
 #define SEQREAD_CACHE_SIZE 256
 #endif
+_Static_assert(SEQREAD_CACHE_SIZE == 32 || SEQREAD_CACHE_SIZE == 64 || SEQREAD_CACHE_SIZE == 128
+               || SEQREAD_CACHE_SIZE == 256 || SEQREAD_CACHE_SIZE == 512 || SEQREAD_CACHE_SIZE == 1024,
+               "SEQREAD_CACHE_SIZE must be 32, 64, 128, 256, 512 or 1024");
 
 typedef uintptr_t seqreader_buffer_t;
 typedef struct {
@@ -23,15 +27,28 @@ static inline seqreader_buffer_t seqread_alloc(void)
     return (seqreader_buffer_t)mem_alloc(2 * SEQREAD_CACHE_SIZE);
 }
 
+/* Move the reader to mram_addr (any alignment): as the SDK's, the cache holds the
+ * SEQREAD_CACHE_SIZE-aligned page of the address and the next one, refilled unless the
+ * address is in the page already cached. Returns the pointer in the cache for mram_addr. */
+static inline void *seqread_seek(__mram_ptr void *mram_addr, seqreader_t *reader)
+{
+    uintptr_t target = (uintptr_t)mram_addr;
+    uintptr_t off = target - reader->mram_addr;
+    if (off & ~(uintptr_t)(SEQREAD_CACHE_SIZE - 1)) {
+        uintptr_t page = target & ~(uintptr_t)(SEQREAD_CACHE_SIZE - 1);
+        mram_read((__mram_ptr void *)page, (void *)reader->wram_cache, 2 * SEQREAD_CACHE_SIZE);
+        reader->mram_addr = page;
+        off = target - page;
+    }
+    return (void *)(reader->wram_cache + off);
+}
+
 static inline void *seqread_init(seqreader_buffer_t cache, __mram_ptr void *mram_addr,
                                  seqreader_t *reader)
 {
-    uintptr_t addr = (uintptr_t)mram_addr;
-    uintptr_t aligned = addr & ~(uintptr_t)7;
     reader->wram_cache = cache;
-    reader->mram_addr = aligned;
-    mram_read((__mram_ptr void *)aligned, (void *)cache, 2 * SEQREAD_CACHE_SIZE);
-    return (void *)(cache + (addr - aligned));
+    reader->mram_addr = ~(uintptr_t)0 & ~(uintptr_t)(SEQREAD_CACHE_SIZE - 1);  /* nothing cached */
+    return seqread_seek(mram_addr, reader);
 }
 
 static inline void *seqread_get(void *ptr, uint32_t inc, seqreader_t *reader)

@@ -4,13 +4,15 @@
  * other on the thread that calls dpurt_run. For each DPU it
  *   - swaps the DPU's WRAM image (the program's .data + .bss, kept by the host in
  *     alloc.wram[slot]) and, if small, its MRAM globals into the copy's own globals;
- *   - runs NR_TASKLETS tasklets as coroutines on private stacks under a cooperative,
- *     round-robin scheduler that switches at DMA transfers, barriers, mutexes, handshakes
- *     and semaphores;
+ *   - runs NR_TASKLETS tasklets as coroutines on private stacks, each with its own modelled
+ *     time, always resuming the tasklet with the earliest modelled time; a tasklet gives way
+ *     at every runtime call and, inside call-free code, at the block counters once it has
+ *     run a quantum of instructions (section "modelled time" below);
  *   - checks the SDK's rules at run time (mram_read/mram_write, mem_alloc), turning a
  *     violation into a fault of that DPU (tasklet and reason reported to the host);
- *   - counts its work: the basic-block counters the compiler driver inserted, DMA
- *     transfers and bytes, runtime calls; perfcounter_get() turns them into modelled cycles;
+ *   - counts its work: the basic-block counters the compiler driver inserted (and the
+ *     DPU instructions each block costs), DMA transfers and bytes, runtime calls; the
+ *     modelled clock is the DPU's cycle counter (perfcounter_get);
  *   - saves the images back.
  * All state of the runtime itself lives in the section dpurt_state, outside the image.
  * docs/dpu-runtime.md describes the design.
@@ -27,13 +29,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define DPURT_ABI 1
+#define DPURT_ABI 3
 #define MAX_TASKLETS 24
 #define MRAM_BASE 0x08000000u
 #define PAGE_SHIFT 12
 #define PAGE_BYTES (1 << PAGE_SHIFT)
 #define DMA_MIN 8
 #define DMA_MAX 2048
+#define DPU_NR_ATOMIC_BITS 256
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -59,6 +62,9 @@ struct dpurt_config {                   /* pimrl/dpurt/program.py: _Config */
     int64_t log_cap;
     double dma_alpha_read, dma_alpha_write, dma_beta, issue_interval, frequency_hz;
     double cost_mutex, cost_barrier, cost_handshake, cost_dma_call, cost_alloc, cost_printf;
+    uint64_t *bb_weight;                /* section dpurt_bbw: fixed-point cost of each block */
+    double quantum;                     /* instructions a tasklet runs before it may give way */
+    double cost_perfcounter;
 };
 
 struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
@@ -76,6 +82,10 @@ struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
     int64_t n_new_pages;
     int64_t *new_page_ids;
     uint8_t *new_page_data;
+    double cycles;                      /* modelled: when the last tasklet finished */
+    double dma_busy_cycles;             /* modelled: the DMA engine's busy cycles */
+    double tasklet_cycles[MAX_TASKLETS];/* modelled: when each tasklet finished */
+    int64_t dma_unaligned;              /* transfers whose addresses were aligned down */
 };
 
 struct dpurt_launch {                   /* pimrl/dpurt/program.py: _Launch */
@@ -104,6 +114,8 @@ struct tasklet {
     int wait_arg;
     uint8_t *stack;            /* mapping, guard page first */
     size_t stack_size;
+    double time;               /* modelled cycle of its next instruction */
+    double ready_at;           /* modelled cycle it can issue again (DMA done, woken) */
 };
 
 struct page_entry {
@@ -132,9 +144,21 @@ struct rt {
     char *log;
     int64_t log_len, log_cap;
     double rt_instr;
-    uint64_t perf_base;
+    double perf_base;
     int perf_mode;
+    /* modelled time (see "modelled time") */
+    uint64_t disp_icount;        /* __dpurt_icount when the running tasklet's time was settled */
+    double interval;             /* cycles between two instructions of the running tasklet */
+    double instr_total;          /* instructions the DPU retired (all tasklets) */
+    double dma_free;             /* cycle the DMA engine is free again */
+    double dma_busy;
+    uint64_t quantum_w;          /* quantum in __dpurt_icount units */
     volatile int in_tasklet;     /* a tasklet (not the scheduler) runs on this copy */
+    int strict_dma;              /* PIMRL_DPURT_STRICT_DMA: unaligned DMA addresses fault */
+    int64_t log_limit;           /* cfg.log_cap, or the program's STDOUT_BUFFER_INIT size */
+    uint8_t atomic[DPU_NR_ATOMIC_BITS];   /* atomic bits: 0 free, else owner tasklet + 1 */
+    double both_base_cycles, both_base_instr;   /* perfcounter_get_both's reset point */
+    int sem_arrivals;            /* sem_take waits numbered in arrival order */
     struct sigaction previous[32];
     int handlers;
 };
@@ -143,10 +167,17 @@ static struct rt S STATE;
 /* Made inaccessible at setup (see dpurt.ld): overrunning the image faults here. */
 static uint8_t guard_page[4096] __attribute__((section("dpurt_guard"), aligned(4096), used));
 uint32_t __dpurt_mram_heap_addr STATE = MRAM_BASE;
+/* Instrumented blocks add their fixed-point cost (WEIGHT_ONE per DPU instruction) to
+ * __dpurt_icount and call __dpurt_preempt once it reaches __dpurt_ilimit
+ * (pimrl/dpurt/instrument.py). */
+HIDDEN uint64_t __dpurt_icount STATE;
+HIDDEN uint64_t __dpurt_ilimit STATE = UINT64_MAX;
+#define WEIGHT_ONE 65536.0
 uint32_t __dpurt_clocks_per_sec STATE = 350000000u;
 
 extern int main(void);
 HIDDEN void dpurt_switch(void **save_sp, void *new_sp);
+HIDDEN void __dpurt_preempt_c(void);
 
 /* ------------------------------------------------------------------ context switch */
 #if defined(__x86_64__)
@@ -162,7 +193,36 @@ __asm__(
     "\tmovq %rsi, %rsp\n"
     "\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n"
     "\tret\n"
-    ".size dpurt_switch, .-dpurt_switch\n");
+    ".size dpurt_switch, .-dpurt_switch\n"
+    /* __dpurt_preempt: called by instrumented code at any point of a tasklet (flags already
+     * saved): keeps every caller-saved register, aligns the stack, calls the scheduler. */
+    ".p2align 4\n"
+    ".globl __dpurt_preempt\n"
+    ".hidden __dpurt_preempt\n"
+    ".type __dpurt_preempt,@function\n"
+    "__dpurt_preempt:\n"
+    "\tpushq %rbp\n\tmovq %rsp, %rbp\n"
+    "\tpushq %rax\n\tpushq %rcx\n\tpushq %rdx\n\tpushq %rsi\n\tpushq %rdi\n"
+    "\tpushq %r8\n\tpushq %r9\n\tpushq %r10\n\tpushq %r11\n"
+    "\tandq $-16, %rsp\n\tsubq $256, %rsp\n"
+    "\tmovdqu %xmm0, 0(%rsp)\n\tmovdqu %xmm1, 16(%rsp)\n\tmovdqu %xmm2, 32(%rsp)\n"
+    "\tmovdqu %xmm3, 48(%rsp)\n\tmovdqu %xmm4, 64(%rsp)\n\tmovdqu %xmm5, 80(%rsp)\n"
+    "\tmovdqu %xmm6, 96(%rsp)\n\tmovdqu %xmm7, 112(%rsp)\n\tmovdqu %xmm8, 128(%rsp)\n"
+    "\tmovdqu %xmm9, 144(%rsp)\n\tmovdqu %xmm10, 160(%rsp)\n\tmovdqu %xmm11, 176(%rsp)\n"
+    "\tmovdqu %xmm12, 192(%rsp)\n\tmovdqu %xmm13, 208(%rsp)\n\tmovdqu %xmm14, 224(%rsp)\n"
+    "\tmovdqu %xmm15, 240(%rsp)\n"
+    "\tcall __dpurt_preempt_c\n"
+    "\tmovdqu 0(%rsp), %xmm0\n\tmovdqu 16(%rsp), %xmm1\n\tmovdqu 32(%rsp), %xmm2\n"
+    "\tmovdqu 48(%rsp), %xmm3\n\tmovdqu 64(%rsp), %xmm4\n\tmovdqu 80(%rsp), %xmm5\n"
+    "\tmovdqu 96(%rsp), %xmm6\n\tmovdqu 112(%rsp), %xmm7\n\tmovdqu 128(%rsp), %xmm8\n"
+    "\tmovdqu 144(%rsp), %xmm9\n\tmovdqu 160(%rsp), %xmm10\n\tmovdqu 176(%rsp), %xmm11\n"
+    "\tmovdqu 192(%rsp), %xmm12\n\tmovdqu 208(%rsp), %xmm13\n\tmovdqu 224(%rsp), %xmm14\n"
+    "\tmovdqu 240(%rsp), %xmm15\n"
+    "\tleaq -72(%rbp), %rsp\n"
+    "\tpopq %r11\n\tpopq %r10\n\tpopq %r9\n\tpopq %r8\n\tpopq %rdi\n\tpopq %rsi\n"
+    "\tpopq %rdx\n\tpopq %rcx\n\tpopq %rax\n"
+    "\tpopq %rbp\n\tret\n"
+    ".size __dpurt_preempt, .-__dpurt_preempt\n");
 #else
 #error "pimrl DPU runtime: only x86-64 hosts are supported (context switch)"
 #endif
@@ -206,10 +266,104 @@ EXPORT void __dpurt_fault(const char *file, int line, const char *what)
     fault("%s at %s:%d", what, file, line);
 }
 
+/* ------------------------------------------------------------------ modelled time
+ * Every tasklet has its own modelled time: the cycle at which it issues its next
+ * instruction. The DPU's pipeline revolves: a tasklet issues at most once every
+ * issue_interval (11) cycles, and the DPU issues at most one instruction a cycle in all, so
+ * while m tasklets compute, each issues once every max(11, m) cycles. Computing tasklets
+ * are those that are neither finished, nor waiting for a DMA transfer, nor stopped in a
+ * barrier, handshake or semaphore (a tasklet spinning on a taken mutex computes: the SDK's
+ * mutex_lock retries its acquire).
+ *
+ * The scheduler always resumes the tasklet with the earliest modelled time (ties: lower
+ * id). The running tasklet's time advances by interval x the DPU instructions it retires:
+ * its basic blocks' costs (counted by the instrumented code in __dpurt_icount) and the
+ * modelled cost of each runtime call (charge). It gives way at every runtime call that
+ * another tasklet must see in time order, and inside call-free code once it has retired
+ * `quantum` instructions (__dpurt_preempt), if another tasklet is then earlier. So
+ * synchronisation happens in modelled-time order, and an interval timed by one tasklet
+ * holds the other tasklets' work. The runtime's own host work is never DPU time.
+ *
+ * The DMA engine serves one transfer at a time: a transfer of n bytes issued at cycle t
+ * starts at max(t, the engine's free cycle), takes alpha + beta * n cycles, and its tasklet
+ * waits until it is done. */
+static int computing_at(double t)
+{
+    int m = 0;
+    for (int i = 0; i < S.ntask; i++) {
+        struct tasklet *x = &S.t[i];
+        if (x->state == T_READY ? x->ready_at <= t
+                                : x->state == T_BLOCKED && x->wait_kind == W_MUTEX)
+            m++;
+    }
+    return m;
+}
+
+/* The running tasklet's issue interval from now on. */
+static void retime(void)
+{
+    int m = computing_at(S.t[S.cur].time);
+    S.interval = m > S.cfg.issue_interval ? (double)m : S.cfg.issue_interval;
+}
+
+/* Bring the running tasklet's time up to the instructions its blocks retired so far. */
+static void settle(void)
+{
+    uint64_t d = __dpurt_icount - S.disp_icount;
+    S.disp_icount = __dpurt_icount;
+    if (d) {
+        double n = (double)d / WEIGHT_ONE;
+        S.t[S.cur].time += n * S.interval;
+        S.instr_total += n;
+    }
+}
+
+/* Instructions of a runtime routine, retired by the running tasklet. */
+static void charge(double n)
+{
+    settle();
+    S.t[S.cur].time += n * S.interval;
+    S.instr_total += n;
+    S.rt_instr += n;
+}
+
+static int earlier(int a, int b)
+{
+    return S.t[a].time < S.t[b].time || (S.t[a].time == S.t[b].time && a < b);
+}
+
+/* Is another ready tasklet before the running one in modelled time? */
+static int someone_earlier(void)
+{
+    for (int i = 0; i < S.ntask; i++)
+        if (i != S.cur && S.t[i].state == T_READY && earlier(i, S.cur))
+            return 1;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ scheduling */
+
+/* Let every tasklet that is earlier in modelled time run first; then go on (retimed). */
+static void in_order(void)
+{
+    settle();
+    if (someone_earlier())
+        to_scheduler();
+    else
+        retime();
+}
+
+/* Called by the instrumented code (through __dpurt_preempt) every `quantum` instructions. */
+HIDDEN void __dpurt_preempt_c(void)
+{
+    in_order();
+    __dpurt_ilimit = __dpurt_icount + S.quantum_w;
+}
+
 static void block(int kind, void *obj, int arg)
 {
     struct tasklet *t = &S.t[S.cur];
+    settle();
     t->state = T_BLOCKED;
     t->wait_kind = kind;
     t->wait_obj = obj;
@@ -217,24 +371,36 @@ static void block(int kind, void *obj, int arg)
     to_scheduler();
 }
 
-static void wake(int id)
+/* Wake tasklet id at modelled time `now` (it cannot issue before). */
+static void wake_at(int id, double now)
 {
-    S.t[id].state = T_READY;
-    S.t[id].wait_kind = W_NONE;
-    S.t[id].wait_obj = NULL;
+    struct tasklet *t = &S.t[id];
+    t->state = T_READY;
+    t->wait_kind = W_NONE;
+    t->wait_obj = NULL;
+    if (t->time < now)
+        t->time = now;
+    t->ready_at = t->time;
 }
 
-static void yield(void)
+/* Wake tasklet id at the running tasklet's modelled time. */
+static void wake(int id)
 {
+    wake_at(id, S.t[S.cur].time);
+}
+
+static void finish(void)
+{
+    settle();
+    S.t[S.cur].state = T_DONE;
     to_scheduler();
+    abort();                                          /* never resumed */
 }
 
 static void tasklet_entry(void)
 {
     main();
-    S.t[S.cur].state = T_DONE;
-    to_scheduler();
-    abort();
+    finish();
 }
 
 EXPORT uint32_t me(void)
@@ -244,6 +410,7 @@ EXPORT uint32_t me(void)
 
 EXPORT void halt(void)
 {
+    settle();
     S.halted = 1;
     S.t[S.cur].state = T_DONE;
     to_scheduler();
@@ -255,58 +422,56 @@ EXPORT int check_stack(void)
     return (int)S.cfg.stack_model_bytes;
 }
 
-/* ------------------------------------------------------------------ cost */
-static double instructions_so_far(void)
+/* ------------------------------------------------------------------ perfcounter */
+/* The DPU's counter at the running tasklet's modelled time: cycles since boot, or the
+ * instructions the DPU retired (every tasklet, to within a quantum). */
+static double counter_now(void)
 {
-    double instr = S.rt_instr;
-    for (int64_t i = 0; i < S.cfg.n_bb; i++)
-        if (S.cfg.bbc[i])
-            instr += (double)S.cfg.bbc[i] * S.cfg.bb_cost[i];
-    return instr;
-}
-
-static double dma_cycles_so_far(void)
-{
-    struct dpurt_result *r = S.res;
-    return r->dma_reads * S.cfg.dma_alpha_read + r->dma_writes * S.cfg.dma_alpha_write
-           + (double)(r->dma_read_bytes + r->dma_write_bytes) * S.cfg.dma_beta;
-}
-
-/* pimrl.pim.cost.dpu_cycles: the largest of three bounds. */
-static double model_cycles(double instr, double dma)
-{
-    double t = S.ntask > 0 ? S.ntask : 1;
-    double c = instr > dma ? instr : dma;
-    double third = (dma + S.cfg.issue_interval * instr) / t;
-    return c > third ? c : third;
+    return S.perf_mode == 2 ? S.instr_total : S.t[S.cur].time;
 }
 
 EXPORT uint64_t perfcounter_get(void)
 {
-    S.rt_instr += 1;
-    double instr = instructions_so_far();
-    double v;
-    if (S.perf_mode == 2)
-        v = instr;
-    else if (S.perf_mode == 3)
-        return S.perf_base;
-    else
-        v = model_cycles(instr, dma_cycles_so_far());
-    uint64_t now = (uint64_t)v;
-    return now >= S.perf_base ? now - S.perf_base : 0;
+    in_order();
+    charge(S.cfg.cost_perfcounter);
+    if (S.perf_mode == 3)
+        return 0;
+    double v = counter_now() - S.perf_base;
+    return v > 0 ? (uint64_t)v : 0;
 }
 
 EXPORT uint64_t perfcounter_config(int config, _Bool reset_value)
 {
-    uint64_t previous = perfcounter_get();
+    in_order();
+    charge(S.cfg.cost_perfcounter);
+    double v = counter_now() - S.perf_base;
+    uint64_t previous = S.perf_mode == 3 ? 0 : v > 0 ? (uint64_t)v : 0;
     if (config != 0)
         S.perf_mode = config;
-    if (reset_value) {
-        double instr = instructions_so_far();
-        S.perf_base = (uint64_t)(S.perf_mode == 2 ? instr
-                                                  : model_cycles(instr, dma_cycles_so_far()));
-    }
+    if (reset_value)
+        S.perf_base = counter_now();
     return previous;
+}
+
+/* v1B: both counters at once (cycles at the caller's modelled time, instructions the DPU
+ * retired), relative to the last perfcounter_get_both(true) (or boot). */
+struct perfcounter_pair {
+    uint64_t cycles;
+    uint64_t instr;
+};
+
+EXPORT struct perfcounter_pair perfcounter_get_both(_Bool should_reset)
+{
+    in_order();
+    charge(S.cfg.cost_perfcounter);
+    double c = S.t[S.cur].time, i = S.instr_total;
+    double dc = c - S.both_base_cycles, di = i - S.both_base_instr;
+    struct perfcounter_pair r = {dc > 0 ? (uint64_t)dc : 0, di > 0 ? (uint64_t)di : 0};
+    if (should_reset) {
+        S.both_base_cycles = c;
+        S.both_base_instr = i;
+    }
+    return r;
 }
 
 /* ------------------------------------------------------------------ MRAM */
@@ -385,35 +550,81 @@ static void mram_copy(int64_t off, uint8_t *wram, int64_t n, int to_mram)
     }
 }
 
-/* A DPU MRAM offset for a pointer: a 32-bit DPU address, or the host address of an
- * __mram variable. -1 if it is neither. */
+/* A DPU MRAM offset for a pointer: a 32-bit DPU address, or a host address at or after the
+ * MRAM variables (`&var + k` reaches the MRAM that follows var, as on the DPU, e.g. a
+ * read-ahead past the last __mram_noinit array). -1 if it is neither. */
 static int64_t mram_offset(const void *p)
 {
     uintptr_t a = (uintptr_t)p;
     uintptr_t sec = (uintptr_t)S.cfg.mram_sec;
-    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_sec_size)
+    if (S.cfg.mram_sec_size && a >= sec && a < sec + (uintptr_t)S.cfg.mram_bytes) {
+        /* the window past the variables is host address space: never a WRAM buffer */
+        if (a >= sec + (uintptr_t)S.cfg.mram_sec_size && S.heap && a >= (uintptr_t)S.heap
+            && a < (uintptr_t)S.heap + (uintptr_t)S.cfg.wram_bytes)
+            return -1;
+        for (int i = 0; i < MAX_TASKLETS && a >= sec + (uintptr_t)S.cfg.mram_sec_size; i++)
+            if (S.t[i].stack && a >= (uintptr_t)S.t[i].stack - 4096
+                && a < (uintptr_t)S.t[i].stack + S.t[i].stack_size)
+                return -1;
         return (int64_t)(a - sec);
+    }
     if (a >= MRAM_BASE && a < MRAM_BASE + (uintptr_t)S.cfg.mram_bytes)
         return (int64_t)(a - MRAM_BASE);
     return -1;
 }
 
+/* How a fault message names an address: as the DPU would (an MRAM or WRAM address, or a
+ * small integer), never as a host pointer. */
+static void describe_addr(const void *p, char *out, size_t cap)
+{
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t img = (uintptr_t)S.cfg.image;
+    int64_t off = mram_offset(p);
+    if (off >= 0)
+        snprintf(out, cap, "MRAM address 0x%08llx", (unsigned long long)(off + MRAM_BASE));
+    else if (a >= img && a < img + (uintptr_t)S.cfg.image_size)
+        snprintf(out, cap, "WRAM address 0x%05llx (a WRAM variable)", (unsigned long long)(a - img));
+    else if (S.heap && a >= (uintptr_t)S.heap && a < (uintptr_t)S.heap + (uintptr_t)S.cfg.wram_bytes)
+        snprintf(out, cap, "a WRAM heap address (offset %llu in the heap)",
+                 (unsigned long long)(a - (uintptr_t)S.heap));
+    else if (S.cur >= 0 && S.cur < MAX_TASKLETS && S.t[S.cur].stack
+             && a >= (uintptr_t)S.t[S.cur].stack && a < (uintptr_t)S.t[S.cur].stack + S.t[S.cur].stack_size)
+        snprintf(out, cap, "a WRAM address on the stack of tasklet %d", S.cur);
+    else if (a < ((uintptr_t)1 << 32))
+        snprintf(out, cap, "address 0x%llx", (unsigned long long)a);
+    else
+        snprintf(out, cap, "an address outside the DPU's WRAM and MRAM");
+}
+
 static void dma(const char *fn, const void *mram, void *wram, unsigned int n, int to_mram)
 {
+    in_order();
     int64_t off = mram_offset(mram);
-    uintptr_t ma = (uintptr_t)mram;
-    if (n < DMA_MIN || n > DMA_MAX || n % 8)
-        fault("%s of %u bytes: the size must be a multiple of 8 in [8, 2048] "
-              "(MRAM address 0x%08llx)", fn, n, (unsigned long long)(off >= 0 ? off + MRAM_BASE : ma));
-    if (off < 0)
-        fault("%s: %p is not an MRAM address (MRAM spans 0x%08x..0x%08llx)", fn, mram,
+    char where[96];
+    if (n < DMA_MIN || n > DMA_MAX || n % 8) {
+        describe_addr(mram, where, sizeof where);
+        fault("%s of %u bytes: the size must be a multiple of 8 in [8, 2048] (%s)", fn, n, where);
+    }
+    if (off < 0) {
+        describe_addr(mram, where, sizeof where);
+        fault("%s: %s is not an MRAM address (MRAM spans 0x%08x..0x%08llx)", fn, where,
               MRAM_BASE, (unsigned long long)(MRAM_BASE + S.cfg.mram_bytes));
-    if (off % 8)
-        fault("%s of %u bytes: MRAM address 0x%08llx is not 8-byte aligned", fn, n,
-              (unsigned long long)(off + MRAM_BASE));
-    if ((uintptr_t)wram % 8)
-        fault("%s of %u bytes: WRAM buffer %p is not 8-byte aligned (use __dma_aligned)", fn,
-              n, wram);
+    }
+    if (off % 8 || (uintptr_t)wram % 8) {
+        /* The DMA engine ignores the low three bits of both addresses. */
+        if (S.strict_dma) {
+            if (off % 8)
+                fault("%s of %u bytes: MRAM address 0x%08llx is not 8-byte aligned "
+                      "(strict DMA: PIMRL_DPURT_STRICT_DMA)", fn, n,
+                      (unsigned long long)(off + MRAM_BASE));
+            describe_addr(wram, where, sizeof where);
+            fault("%s of %u bytes: WRAM buffer (%s) is not 8-byte aligned (use __dma_aligned; "
+                  "strict DMA: PIMRL_DPURT_STRICT_DMA)", fn, n, where);
+        }
+        off &= ~(int64_t)7;
+        wram = (void *)((uintptr_t)wram & ~(uintptr_t)7);
+        S.res->dma_unaligned++;
+    }
     if (off + n > S.cfg.mram_bytes)
         fault("%s of %u bytes at MRAM address 0x%08llx runs past the end of MRAM", fn, n,
               (unsigned long long)(off + MRAM_BASE));
@@ -425,8 +636,15 @@ static void dma(const char *fn, const void *mram, void *wram, unsigned int n, in
         S.res->dma_reads++;
         S.res->dma_read_bytes += n;
     }
-    S.rt_instr += S.cfg.cost_dma_call;
-    yield();                       /* the transfer is in flight: other tasklets run */
+    /* the engine serves one transfer at a time; the tasklet waits for its own */
+    charge(S.cfg.cost_dma_call);
+    struct tasklet *t = &S.t[S.cur];
+    double start = t->time > S.dma_free ? t->time : S.dma_free;
+    double busy = (to_mram ? S.cfg.dma_alpha_write : S.cfg.dma_alpha_read) + S.cfg.dma_beta * n;
+    S.dma_free = start + busy;
+    S.dma_busy += busy;
+    t->time = t->ready_at = S.dma_free;
+    to_scheduler();                /* the transfer is in flight: other tasklets run */
 }
 
 EXPORT void mram_read(const void *from, void *to, unsigned int nb_of_bytes)
@@ -442,7 +660,8 @@ EXPORT void mram_write(const void *from, void *to, unsigned int nb_of_bytes)
 /* ------------------------------------------------------------------ WRAM heap */
 EXPORT void *mem_alloc(size_t size)
 {
-    S.rt_instr += S.cfg.cost_alloc;
+    in_order();                    /* one heap for all tasklets: allocate in time order */
+    charge(S.cfg.cost_alloc);
     int64_t start = (S.heap_top + 7) & ~(int64_t)7;
     if ((int64_t)size < 0 || start + (int64_t)size > S.heap_limit)
         fault("mem_alloc(%zu): WRAM exhausted: %lld B of globals + %d stacks x %lld B + "
@@ -462,76 +681,112 @@ EXPORT void *mem_reset(void)
 }
 
 /* ------------------------------------------------------------------ synchronisation */
+/* The SDK's layouts (barrier.h, sem.h): programs may read these fields. wait_queue is 0xFF
+ * when no tasklet waits, else the id of the last tasklet that started waiting; lock is the
+ * structure's atomic bit (unused here: the runtime's calls run one at a time). */
 struct barrier_t {
-    uint32_t count;
-    uint32_t arrived;
+    uint8_t wait_queue;
+    uint8_t count;                 /* tasklets still expected before the barrier opens */
+    uint8_t initial_count;
+    uint8_t lock;
 };
 
 EXPORT void barrier_wait(struct barrier_t *b)
 {
-    S.rt_instr += S.cfg.cost_barrier;
+    in_order();
+    charge(S.cfg.cost_barrier);
     S.res->sync_calls++;
-    if (b->count == 0 || b->count > (uint32_t)S.ntask)
+    if (b->initial_count == 0 || b->initial_count > (uint32_t)S.ntask)
         fault("barrier_wait: barrier of %u tasklets can never open with NR_TASKLETS=%d",
-              b->count, S.ntask);
-    b->arrived++;
-    if (b->arrived >= b->count) {
-        b->arrived = 0;
+              b->initial_count, S.ntask);
+    if (b->count == 0 || b->count > b->initial_count)
+        b->count = b->initial_count;   /* a count the program broke: restart the round */
+    if (--b->count == 0) {
+        b->count = b->initial_count;
+        b->wait_queue = 0xFF;
         for (int i = 0; i < S.ntask; i++)
             if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_BARRIER
                 && S.t[i].wait_obj == b)
                 wake(i);
-        yield();
+        in_order();
         return;
     }
+    b->wait_queue = (uint8_t)S.cur;
     block(W_BARRIER, b, 0);
 }
 
-struct dpurt_mutex {
-    uint8_t locked;
-    uint8_t owner;
-};
+/* Mutexes are atomic bits, as on the DPU: a mutex_id_t is the address of a byte of the
+ * dpurt_atomic section (ATOMIC_BIT_INIT), or the bit number itself (the hardware uses the
+ * low 8 bits of the register, so a zero-initialised mutex_id_t is bit 0). */
+extern uint8_t __atomic_start_addr[] __attribute__((weak, visibility("hidden")));
+extern uint8_t __atomic_end_addr[] __attribute__((weak, visibility("hidden")));
 
-EXPORT _Bool mutex_trylock(struct dpurt_mutex *m)
+static uint8_t *atomic_bit(const char *fn, const uint8_t *m)
 {
-    S.rt_instr += S.cfg.cost_mutex;
-    if (m->locked)
+    uintptr_t a = (uintptr_t)m;
+    uintptr_t lo = (uintptr_t)__atomic_start_addr, hi = (uintptr_t)__atomic_end_addr;
+    if (lo && a >= lo && a < hi)
+        return &S.atomic[(a - lo) % DPU_NR_ATOMIC_BITS];
+    if (a < DPU_NR_ATOMIC_BITS)
+        return &S.atomic[a];
+    char where[96];
+    describe_addr(m, where, sizeof where);
+    fault("%s: %s is not a mutex (declare it with MUTEX_INIT, or an __atomic_bit byte)", fn, where);
+}
+
+EXPORT _Bool mutex_trylock(uint8_t *mutex)
+{
+    in_order();
+    charge(S.cfg.cost_mutex);
+    uint8_t *bit = atomic_bit("mutex_trylock", mutex);
+    if (*bit)
         return 0;
-    m->locked = 1;
-    m->owner = (uint8_t)S.cur;
+    *bit = (uint8_t)(S.cur + 1);
     return 1;
 }
 
-EXPORT void mutex_lock(struct dpurt_mutex *m)
+EXPORT void mutex_lock(uint8_t *mutex)
 {
-    S.rt_instr += S.cfg.cost_mutex;
+    in_order();
+    charge(S.cfg.cost_mutex);
     S.res->sync_calls++;
-    if (!m->locked) {
-        m->locked = 1;
-        m->owner = (uint8_t)S.cur;
+    uint8_t *bit = atomic_bit("mutex_lock", mutex);
+    if (!*bit) {
+        *bit = (uint8_t)(S.cur + 1);
         return;
     }
-    block(W_MUTEX, m, 0);              /* the unlocker hands the mutex over */
+    block(W_MUTEX, bit, 0);            /* the unlocker hands the mutex over */
 }
 
-EXPORT void mutex_unlock(struct dpurt_mutex *m)
+EXPORT void mutex_unlock(uint8_t *mutex)
 {
-    S.rt_instr += S.cfg.cost_mutex;
+    in_order();
+    charge(S.cfg.cost_mutex);
+    uint8_t *bit = atomic_bit("mutex_unlock", mutex);
     for (int k = 1; k <= S.ntask; k++) {
         int i = (S.cur + k) % S.ntask;
-        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_MUTEX && S.t[i].wait_obj == m) {
-            m->owner = (uint8_t)i;
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_MUTEX && S.t[i].wait_obj == bit) {
+            *bit = (uint8_t)(i + 1);
             wake(i);
             return;
         }
     }
-    m->locked = 0;
-    m->owner = 0xff;
+    *bit = 0;
+}
+
+/* Let the other tasklets run (used by the system library's waiting loops): the caller
+ * retires an instruction and gives way to any tasklet then earlier in modelled time. */
+EXPORT void __dpurt_yield(void)
+{
+    in_order();
+    charge(1);
+    to_scheduler();
 }
 
 EXPORT void handshake_notify(void)
 {
-    S.rt_instr += S.cfg.cost_handshake;
+    in_order();
+    charge(S.cfg.cost_handshake);
     S.res->sync_calls++;
     for (int i = 0; i < S.ntask; i++)
         if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_HS_WAIT
@@ -544,7 +799,9 @@ EXPORT void handshake_notify(void)
 
 EXPORT int handshake_wait_for(uint32_t notifier)
 {
-    S.rt_instr += S.cfg.cost_handshake;
+    in_order();
+    double arrival = S.t[S.cur].time;
+    charge(S.cfg.cost_handshake);
     S.res->sync_calls++;
     if (notifier >= (uint32_t)S.ntask || (int)notifier == S.cur)
         return EINVAL;
@@ -554,7 +811,12 @@ EXPORT int handshake_wait_for(uint32_t notifier)
             return EALREADY;
     struct tasklet *n = &S.t[notifier];
     if (n->state == T_BLOCKED && n->wait_kind == W_HS_NOTIFY) {
-        wake((int)notifier);
+        /* Both go on, as on the DPU; the notifier first: it handed over what it had
+         * prepared, and what it does next (e.g. a transfer that the waiter's own transfer
+         * overlaps, as in PrIM's UNI) precedes the waiter's on hardware. It resumes at the
+         * waiter's arrival, before the waiter's handshake instructions. */
+        wake_at((int)notifier, arrival);
+        to_scheduler();
         return 0;
     }
     block(W_HS_WAIT, NULL, (int)notifier);
@@ -562,38 +824,56 @@ EXPORT int handshake_wait_for(uint32_t notifier)
 }
 
 struct sem_t {
-    int32_t count;
+    uint8_t wait_queue;
+    uint8_t count;                 /* units available, as a signed byte: < 0 means waiters */
+    uint8_t initial_count;
+    uint8_t lock;
 };
 
+/* SDK semantics: take decrements and blocks while the count is negative; give increments
+ * and, if the count was negative, resumes the longest waiter (which then owns its unit). */
 EXPORT void sem_take(struct sem_t *s)
 {
-    S.rt_instr += S.cfg.cost_mutex;
+    in_order();
+    charge(S.cfg.cost_mutex);
     S.res->sync_calls++;
-    while (s->count <= 0)
-        block(W_SEM, s, 0);
-    s->count--;
+    int8_t c = (int8_t)(s->count - 1);
+    s->count = (uint8_t)c;
+    if (c >= 0)
+        return;
+    s->wait_queue = (uint8_t)S.cur;
+    block(W_SEM, s, S.sem_arrivals++);  /* arrival order: sem_give resumes the first */
 }
 
 EXPORT void sem_give(struct sem_t *s)
 {
-    S.rt_instr += S.cfg.cost_mutex;
-    s->count++;
-    for (int k = 1; k <= S.ntask; k++) {
-        int i = (S.cur + k) % S.ntask;
-        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s) {
-            wake(i);
-            return;
-        }
-    }
+    in_order();
+    charge(S.cfg.cost_mutex);
+    int8_t before = (int8_t)s->count;
+    s->count = (uint8_t)(before + 1);
+    if (before >= 0)
+        return;
+    int first = -1;
+    for (int i = 0; i < S.ntask; i++)
+        if (S.t[i].state == T_BLOCKED && S.t[i].wait_kind == W_SEM && S.t[i].wait_obj == s
+            && (first < 0 || S.t[i].wait_arg < S.t[first].wait_arg))
+            first = i;
+    if (first >= 0)
+        wake(first);
+    if ((int8_t)s->count >= 0)
+        s->wait_queue = 0xFF;
 }
 
 /* ------------------------------------------------------------------ log (printf) */
+/* Defined by STDOUT_BUFFER_INIT(size) in the program (stdio.h): the log's capacity. */
+extern const unsigned int __stdout_buffer_size __attribute__((weak, visibility("hidden")));
+
 static void log_append(const char *s, int64_t n)
 {
     if (n <= 0)
         return;
-    if (S.log_len + n > S.cfg.log_cap) {
-        n = S.cfg.log_cap - S.log_len;
+    if (S.log_len + n > S.log_limit) {
+        n = S.log_limit - S.log_len;
         S.res->log_truncated = 1;
         if (n <= 0)
             return;
@@ -619,7 +899,7 @@ EXPORT int printf(const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    S.rt_instr += S.cfg.cost_printf;
+    charge(S.cfg.cost_printf);
     if (n < 0)
         return n;
     if ((size_t)n < sizeof small) {
@@ -639,7 +919,7 @@ EXPORT int printf(const char *fmt, ...)
 
 EXPORT int puts(const char *s)
 {
-    S.rt_instr += S.cfg.cost_printf;
+    charge(S.cfg.cost_printf);
     log_append(s, (int64_t)strlen(s));
     log_append("\n", 1);
     return 1;
@@ -648,7 +928,7 @@ EXPORT int puts(const char *s)
 EXPORT int putchar(int c)
 {
     char ch = (char)c;
-    S.rt_instr += 1;
+    charge(1);
     log_append(&ch, 1);
     return c;
 }
@@ -681,11 +961,14 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
                          S.t[S.cur].stack_size);
             else if (sig == SIGSEGV && a >= g && a < g + sizeof guard_page)
                 snprintf(S.res->fault_reason, sizeof S.res->fault_reason,
-                         "access past the end of the program's WRAM globals (address %p)",
-                         info->si_addr);
-            else
-                snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "%s at address %p",
-                         what, info->si_addr);
+                         "access past the end of the program's WRAM globals (WRAM address "
+                         "0x%05llx)", (unsigned long long)(a - (uintptr_t)S.cfg.image));
+            else {
+                char where[96];
+                describe_addr(info->si_addr, where, sizeof where);
+                snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "%s at %s", what,
+                         where);
+            }
         }
         sigset_t set;
         sigemptyset(&set);
@@ -753,6 +1036,9 @@ EXPORT int dpurt_setup(const struct dpurt_config *cfg, uint32_t mram_heap_addr)
     if (!S.ready && mprotect(guard_page, sizeof guard_page, PROT_NONE) != 0)
         return -4;
     __dpurt_mram_heap_addr = mram_heap_addr;
+    S.quantum_w = (uint64_t)((cfg->quantum > 1 ? cfg->quantum : 1) * WEIGHT_ONE);
+    for (int64_t i = 0; cfg->bb_weight && i < cfg->n_bb; i++)
+        cfg->bb_weight[i] = (uint64_t)(cfg->bb_cost[i] * WEIGHT_ONE + 0.5);
     __dpurt_clocks_per_sec = (uint32_t)cfg->frequency_hz;
     if (!S.heap) {
         S.heap = aligned_alloc(64, (size_t)((cfg->wram_bytes + 63) & ~63ll));
@@ -847,24 +1133,32 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
     S.rt_instr = 0;
     S.perf_base = 0;
     S.perf_mode = 1;
+    S.both_base_cycles = S.both_base_instr = 0;
     S.log_len = 0;
+    S.log_limit = S.cfg.log_cap;
+    if (&__stdout_buffer_size && __stdout_buffer_size < S.log_limit)
+        S.log_limit = __stdout_buffer_size;      /* STDOUT_BUFFER_INIT(size) */
+    memset(S.atomic, 0, sizeof S.atomic);
+    S.sem_arrivals = 0;
+    S.instr_total = 0;
+    S.dma_free = S.dma_busy = 0;
+    __dpurt_icount = 0;
+    __dpurt_ilimit = UINT64_MAX;
+    uint64_t quantum = S.quantum_w;
 
     for (int i = 0; i < S.ntask; i++) {
         S.t[i].state = T_READY;
         S.t[i].wait_kind = W_NONE;
         S.t[i].wait_obj = NULL;
         S.t[i].sp = initial_sp(&S.t[i]);
+        S.t[i].time = S.t[i].ready_at = 0;
     }
-    int next = 0;
     for (;;) {
+        /* the ready tasklet with the earliest modelled time (ties: the lower id) */
         int found = -1;
-        for (int k = 0; k < S.ntask; k++) {
-            int c = (next + k) % S.ntask;
-            if (S.t[c].state == T_READY) {
+        for (int c = 0; c < S.ntask; c++)
+            if (S.t[c].state == T_READY && (found < 0 || earlier(c, found)))
                 found = c;
-                break;
-            }
-        }
         if (found < 0) {
             int blocked = 0;
             for (int i = 0; i < S.ntask; i++)
@@ -874,13 +1168,24 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
             break;
         }
         S.cur = found;
+        S.disp_icount = __dpurt_icount;
+        retime();
+        __dpurt_ilimit = __dpurt_icount + quantum;
         S.in_tasklet = 1;
         dpurt_switch(&S.sched_sp, S.t[found].sp);
         S.in_tasklet = 0;
+        __dpurt_ilimit = UINT64_MAX;
         if (S.faulted || S.halted)
             break;
-        next = (found + 1) % S.ntask;
     }
+    double end = 0;
+    for (int i = 0; i < S.ntask; i++) {
+        r->tasklet_cycles[i] = S.t[i].time;
+        if (S.t[i].time > end)
+            end = S.t[i].time;
+    }
+    r->cycles = end;
+    r->dma_busy_cycles = S.dma_busy;
 
     /* shut down: count, images out */
     double instr = S.rt_instr;
@@ -925,6 +1230,8 @@ EXPORT int dpurt_run(const struct dpurt_launch *L)
     ss.ss_size = 65536;
     ss.ss_flags = 0;
     int have_alt = altstack && sigaltstack(&ss, &old) == 0;
+    const char *strict = getenv("PIMRL_DPURT_STRICT_DMA");
+    S.strict_dma = strict && *strict && strcmp(strict, "0") != 0;
     tls_running = 1;
     for (int64_t k = 0; k < L->n; k++)
         run_one(&L->results[k], L, L->slots[k]);

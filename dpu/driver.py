@@ -1,0 +1,486 @@
+"""``dpu.DpuSet`` and its companions: the SDK's Python host API over pimrl's simulator.
+
+Names, arguments, defaults and error cases follow the SDK's ``dpu`` package (2025.1): a
+script written for it runs here unchanged. Host buffers are anything with the buffer
+protocol (``bytes``, ``bytearray``, ``memoryview``, numpy arrays), one for every DPU of the
+set or a list with one per DPU (``None`` skips that DPU); from the DPUs the buffers must be
+writable. Every error is a :class:`DpuError` whose message names the symbol, DPU or value
+at fault.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from pimrl.pim import errors as sim_errors
+from pimrl.pim import system
+
+#: dpu_alloc / dpu_alloc_ranks: every free DPU (rank).
+ALLOCATE_ALL = system.DPU_ALLOCATE_ALL
+
+
+class DpuError(Exception):
+    """A failed DPU operation. ``code`` is the SDK's dpu_error_t name when there is one."""
+
+    def __init__(self, message: str, code: str | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class _translate:
+    """Turn the simulator's errors into DpuError (the SDK's Python API raises only that)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, sim_errors.DpuError):
+            raise DpuError(str(exc), exc.code.name) from None
+        return False
+
+
+class DpuSymbol:
+    """A symbol of a DPU program: ``name``, ``value()`` (its DPU address), ``size()``."""
+
+    def __init__(self, name: str, c_symbol):
+        self.name = name
+        if isinstance(c_symbol, system.Symbol):
+            self._address, self._size = c_symbol.address, c_symbol.size
+        else:
+            self._address, self._size = int(c_symbol[0]), int(c_symbol[1])
+
+    def value(self) -> int:
+        return self._address
+
+    def size(self) -> int:
+        return self._size
+
+    def __repr__(self):
+        return f"DpuSymbol({self.name!r}, address={self._address:#x}, size={self._size})"
+
+
+class DpuProgram:
+    """A loaded program: its symbols."""
+
+    def __init__(self, program: system.DpuProgram):
+        self._program = program
+        self.symbols: Dict[str, DpuSymbol] = {}
+
+    def get_symbol(self, symbol: str) -> Optional[DpuSymbol]:
+        """The symbol, or None if the program has none of that name."""
+        if symbol not in self.symbols:
+            sym = self._program.symbols.get(symbol)
+            if sym is None:
+                return None
+            self.symbols[symbol] = DpuSymbol(symbol, sym)
+        return self.symbols[symbol]
+
+    def fetch_all_symbols(self) -> Dict[str, DpuSymbol]:
+        for name in self._program.symbols:
+            self.get_symbol(name)
+        return self.symbols
+
+
+def _unwrap(seq):
+    return seq if len(seq) != 1 else seq[0]
+
+
+class DpuVariable:
+    """A symbol's bytes read from every DPU of a set: one memoryview per DPU (a single one
+    unwrapped), with typed views."""
+
+    def __init__(self, contents: List[memoryview]):
+        self.contents = contents
+
+    def data(self):
+        return _unwrap(self.contents)
+
+    def _cast(self, fmt):
+        return _unwrap([_unwrap(view.cast(fmt)) for view in self.contents])
+
+    def int8(self): return self._cast("b")
+    def uint8(self): return self._cast("B")
+    def int16(self): return self._cast("h")
+    def uint16(self): return self._cast("H")
+    def int32(self): return self._cast("i")
+    def uint32(self): return self._cast("I")
+    def int64(self): return self._cast("q")
+    def uint64(self): return self._cast("Q")
+    def float(self): return self._cast("f")
+    def double(self): return self._cast("d")
+
+
+class DpuContext:
+    """Checkpointed DPU state: the simulator does not model checkpoints."""
+
+    def __init__(self, *args, **kwargs):
+        raise DpuError("checkpoints are not modelled by the pimrl simulator", "DPU_ERR_SYSTEM")
+
+
+def _byte_view(buffer, writable: bool) -> np.ndarray:
+    if (type(buffer) is np.ndarray and buffer.dtype == np.uint8 and buffer.ndim == 1
+            and buffer.flags.c_contiguous and (buffer.flags.writeable or not writable)):
+        return buffer                                   # rows of a numpy matrix: as they are
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise DpuError(f"host buffer of type {type(buffer).__name__} does not support the buffer "
+                       "protocol (use bytes, bytearray, memoryview or a numpy array)",
+                       "DPU_ERR_INVALID_MEMORY_TRANSFER") from None
+    if writable and view.readonly:
+        raise DpuError(f"host buffer of type {type(buffer).__name__} is read-only: a transfer from "
+                       "the DPUs needs a writable one (bytearray, numpy array)",
+                       "DPU_ERR_INVALID_MEMORY_TRANSFER")
+    if not view.c_contiguous:
+        raise DpuError("host buffer is not contiguous", "DPU_ERR_INVALID_MEMORY_TRANSFER")
+    return np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, dtype=np.uint8)
+
+
+def _dpu_id(alloc: system.Allocation, slot: int) -> int:
+    """The SDK's DPU id: rank id << 16 | control interface << 8 | position on it."""
+    per_rank = alloc.hw.dpus_per_rank
+    per_ci = -(-per_rank // 8)
+    index = slot % per_rank
+    return (int(alloc.ranks[slot // per_rank]) << 16) | ((index // per_ci) << 8) | (index % per_ci)
+
+
+_memory_dir = None
+
+
+def _memory_program(data: bytes) -> str:
+    """A program held in memory, written once to a private file."""
+    global _memory_dir
+    if _memory_dir is None:
+        _memory_dir = tempfile.TemporaryDirectory(prefix="pimrl-dpu-programs-")
+    path = os.path.join(_memory_dir.name, hashlib.sha256(data).hexdigest()[:32] + ".dpu")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+class DpuSet:
+    """A set of DPUs: an allocation, one of its ranks, or one DPU.
+
+    ``DpuSet(nr_dpus=None, nr_ranks=None, profile='', binary=None, c_source=None,
+    asm_source=None, log=None, async_mode=False)`` allocates ``nr_dpus`` DPUs (or
+    ``nr_ranks`` ranks; neither: every free DPU), then loads ``binary`` (a program file's
+    path, or its bytes) or builds and loads ``c_source`` (a path, a file object, or a list
+    of them). ``log``: a stream (or one per DPU) that ``exec`` writes the DPUs' output to.
+    ``profile`` is the simulator's: ``hardware=upmem-640``, any hardware parameter.
+    """
+
+    def __init__(self, nr_dpus: Optional[int] = None, nr_ranks: Optional[int] = None,
+                 profile: str = "", binary=None, c_source=None, asm_source=None, log=None,
+                 async_mode: Optional[bool] = False, _system_set=None):
+        object.__setattr__(self, "_symbols", {})
+        self._dpus: List["DpuSet"] = []
+        self._ranks: List["DpuSet"] = []
+        self._top_set: Optional["DpuSet"] = None
+        self._rank_set: Optional["DpuSet"] = None
+        self._async_mode = bool(async_mode)
+        self._log = None if isinstance(log, list) else log
+        self._programs: Dict[str, system.DpuProgram] = {}
+        self._last_launch: Optional[system.LaunchResult] = None
+        self._lock = threading.Lock()
+        if _system_set is not None:
+            self._sys = _system_set
+            return
+        if nr_dpus is not None and nr_ranks is not None:
+            raise DpuError("cannot specify nr_dpus and nr_ranks")
+        if nr_dpus is None and nr_ranks is None:
+            nr_dpus = ALLOCATE_ALL
+        with _translate():
+            if nr_dpus is not None:
+                self._sys = system.dpu_alloc(int(nr_dpus), profile)
+            else:
+                self._sys = system.dpu_alloc_ranks(int(nr_ranks), profile)
+        a = self._sys.alloc
+        for rank_sys in self._sys.rank_sets():
+            rank = DpuSet(log=log, async_mode=async_mode, _system_set=rank_sys)
+            rank._top_set = self
+            rank._ranks.append(rank)
+            self._ranks.append(rank)
+            for slot in rank_sys.slots:
+                dpu = DpuSet(log=log, async_mode=async_mode, _system_set=system.DpuSet(a, [slot], "dpu"))
+                dpu._top_set, dpu._rank_set = self, rank
+                dpu._dpus.append(dpu)
+                dpu._ranks.append(rank)
+                rank._dpus.append(dpu)
+                self._dpus.append(dpu)
+        try:
+            if isinstance(log, list):
+                if len(log) != len(self._dpus):
+                    raise DpuError("log list length does not match number of DPUs in DpuSet")
+                for dpu, dpu_log in zip(self._dpus, log):
+                    dpu._log = dpu_log
+            if c_source is not None or asm_source is not None or binary is not None:
+                self.load(binary, c_source, asm_source)
+        except BaseException:
+            self._sys.free()
+            raise
+
+    # ---------------------------------------------------------------- symbols as attributes
+    def __getattribute__(self, name):
+        if name != "_symbols":
+            symbol = object.__getattribute__(self, "_symbols").get(name)
+            if symbol is not None:
+                return self._read_symbol(symbol)
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name, value):
+        symbol = self.__dict__.get("_symbols", {}).get(name)
+        if symbol is None:
+            object.__setattr__(self, name, value)
+        else:
+            self.copy(symbol, value)
+
+    def _read_symbol(self, symbol: DpuSymbol) -> DpuVariable:
+        n, size = len(self), symbol.size()
+        view = memoryview(bytearray(n * size))
+        bufs = [view[i * size:(i + 1) * size] for i in range(n)]
+        self.copy(bufs, symbol)
+        return DpuVariable(bufs)
+
+    # ---------------------------------------------------------------- shape
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_traceback):
+        self.free()
+
+    def __iter__(self):
+        return iter(self._dpus)
+
+    def __len__(self) -> int:
+        return len(self._dpus)
+
+    def dpus(self) -> List["DpuSet"]:
+        """The DPUs of the set, each a one-DPU set."""
+        return self._dpus
+
+    def ranks(self) -> List["DpuSet"]:
+        """The ranks of the set, each a one-rank set."""
+        return self._ranks
+
+    def free(self):
+        """Release the DPUs (the set returned by the constructor only)."""
+        with _translate():
+            self._sys.free()
+
+    # ---------------------------------------------------------------- programs
+    def load(self, binary=None, c_source=None, asm_source=None) -> DpuProgram:
+        """Load ``binary`` (a path, or the program's bytes) or build and load ``c_source``."""
+        if (binary is None) == (c_source is None and asm_source is None):
+            raise DpuError("one and only one source or binary program must be defined")
+        if asm_source is not None:
+            raise DpuError("asm_source: the pimrl simulator builds DPU programs from C only",
+                           "DPU_ERR_ELF_INVALID_FILE")
+        top = self._top_set or self
+        with tempfile.TemporaryDirectory(prefix="pimrl-dpu-build-") as tmp:
+            if c_source is not None:
+                binary = self._build(c_source, Path(tmp))
+            if isinstance(binary, (str, os.PathLike)):
+                key = path = os.fspath(binary)
+            else:
+                data = bytes(_byte_view(binary, False))
+                key = "memory:" + hashlib.sha256(data).hexdigest()
+                path = _memory_program(data)
+            from pimrl.shim import programs
+
+            with _translate():
+                program = top._programs.get(key)
+                if program is None:
+                    program = programs.load_program(path, self._sys.alloc.hw)
+                    if c_source is None:
+                        top._programs[key] = program
+                self._sys.load(program)
+        loaded = DpuProgram(program)
+        self._update_symbol_attributes(loaded.fetch_all_symbols())
+        return loaded
+
+    @staticmethod
+    def _build(c_source, tmp: Path) -> str:
+        from pimrl.dpurt import cc
+
+        sources = []
+        for i, src in enumerate(c_source if isinstance(c_source, list) else [c_source]):
+            if not isinstance(src, (str, os.PathLike)):
+                path = tmp / f"src{i}.c"
+                path.write_text(src.read())
+                src = path
+            sources.append(Path(src))
+        out = tmp / "main.dpu"
+        try:
+            cc.build(sources, out, opt="-O2")
+        except cc.BuildError as exc:
+            raise DpuError(f"building {', '.join(map(str, sources))}: {exc}",
+                           "DPU_ERR_ELF_INVALID_FILE") from None
+        # The program outlives the build folder: keep its bytes in a private file.
+        return _memory_program(out.read_bytes())
+
+    def _update_symbol_attributes(self, symbols: Dict[str, DpuSymbol]):
+        # This set and everything inside it now run the program; the sets around it may not.
+        for outer in (self._top_set, self._rank_set):
+            if outer is not None and outer is not self:
+                object.__setattr__(outer, "_symbols", {})
+        inner = {id(s): s for s in [self, *self._ranks, *self._dpus]}
+        for s in inner.values():
+            object.__setattr__(s, "_symbols", dict(symbols))
+
+    # ---------------------------------------------------------------- transfers
+    def _flags(self, async_mode) -> int:
+        asynchronous = self._async_mode if async_mode is None else async_mode
+        return system.DPU_XFER_ASYNC if asynchronous else system.DPU_XFER_DEFAULT
+
+    def _device(self, device) -> Union[str, system.Symbol]:
+        if isinstance(device, str):
+            return device
+        named = self._sys.program().symbols.get(device.name)
+        if named is not None and named.address == device.value() and named.size == device.size():
+            return named
+        return system.Symbol(device.name, device.value(), device.size())
+
+    def copy(self, dst, src, size: Optional[int] = None, offset: int = 0,
+             async_mode: Optional[bool] = None):
+        """Copy between the host and the DPUs: one of ``dst``/``src`` is a symbol (its name or
+        a DpuSymbol), the other a host buffer or a list with one per DPU."""
+        to_dpu = isinstance(dst, (str, DpuSymbol))
+        from_dpu = isinstance(src, (str, DpuSymbol))
+        if to_dpu == from_dpu:
+            raise DpuError("can only execute Host <-> DPU transfers")
+        host, device = (src, dst) if to_dpu else (dst, src)
+        multiple = isinstance(host, list)
+        if multiple and len(host) == 1 and len(self._dpus) == 1:
+            multiple, host = False, host[0]
+        flags = self._flags(async_mode)
+        with _translate():
+            symbol = self._device(device)
+            if multiple:
+                self._copy_many(host, symbol, size, int(offset), to_dpu, flags)
+            else:
+                self._copy_one(host, symbol, size, int(offset), to_dpu, flags)
+
+    def _copy_one(self, host, symbol, size, offset, to_dpu, flags):
+        view = _byte_view(host, writable=not to_dpu)
+        if size is None:
+            size = len(view)
+        elif len(view) < size:
+            raise DpuError("host buffer is too small", "DPU_ERR_INVALID_BUFFER_SIZE")
+        if to_dpu:
+            self._sys.broadcast_to(symbol, offset, view[:size], flags)
+        else:
+            self._push(system.DPU_XFER_FROM_DPU, {int(s): view for s in self._sys.slots},
+                       symbol, offset, size, flags)
+
+    def _copy_many(self, host: list, symbol, size, offset, to_dpu, flags):
+        if len(host) != len(self._dpus):
+            raise DpuError("invalid number of host buffers for this DPU set",
+                           "DPU_ERR_INVALID_MEMORY_TRANSFER")
+        views = [None if b is None else _byte_view(b, writable=not to_dpu) for b in host]
+        lengths = [len(v) for v in views if v is not None]
+        buffer_size = min(lengths) if lengths else 0
+        if size is None:
+            size = buffer_size
+        elif lengths and buffer_size < size:
+            raise DpuError("host buffer is too small", "DPU_ERR_INVALID_BUFFER_SIZE")
+        slots = self._sys.slots
+        if len(lengths) == len(views) and size > 0:
+            # Every DPU has a buffer: one vectorised transfer, booked as the push would be.
+            if to_dpu:
+                self._sys.scatter_to(symbol, offset, np.stack([v[:size] for v in views]))
+            else:
+                rows = self._sys.gather_from(symbol, offset, size)
+                for view, row in zip(views, rows):
+                    view[:size] = row
+            return
+        direction = system.DPU_XFER_TO_DPU if to_dpu else system.DPU_XFER_FROM_DPU
+        self._push(direction, {int(s): v for s, v in zip(slots, views) if v is not None},
+                   symbol, offset, size, flags)
+
+    def _push(self, direction, buffers: dict, symbol, offset, size, flags):
+        """dpu_prepare_xfer for each buffer, then one dpu_push_xfer on the set."""
+        prepared = self._sys.alloc.prepared
+        with self._lock:
+            prepared.clear()
+            prepared.update(buffers)
+            try:
+                self._sys.push_xfer(direction, symbol, offset, size, flags)
+            finally:
+                prepared.clear()
+
+    # ---------------------------------------------------------------- execution
+    def exec(self, log=None, async_mode: Optional[bool] = None):
+        """Run the loaded program on every DPU of the set; then, unless asynchronous, write
+        the DPUs' output to ``log`` (a stream, one per DPU, or a dict DPU -> stream) or to the
+        streams given to the constructor."""
+        asynchronous = self._async_mode if async_mode is None else async_mode
+        with _translate():
+            self._last_launch = self._sys.launch(
+                system.DPU_ASYNCHRONOUS if asynchronous else system.DPU_SYNCHRONOUS)
+        if not asynchronous:
+            self._logfn(log, None)
+
+    def log(self, stream=None):
+        """Write the DPUs' output to ``stream`` (default: the constructor's, else stdout)."""
+        self._logfn(stream, sys.stdout)
+
+    def _logfn(self, log, default):
+        streams = {dpu: dpu._log if dpu._log is not None else default for dpu in self._dpus}
+        if log is not None:
+            if isinstance(log, list):
+                if len(log) != len(self._dpus):
+                    raise DpuError("cannot log, log list length does not match the number of DPUs in DpuSet")
+                for dpu, dpu_log in zip(self._dpus, log):
+                    if dpu_log is not None:
+                        streams[dpu] = dpu_log
+            elif isinstance(log, dict):
+                streams.update(log)
+            else:
+                streams = {dpu: log for dpu in self._dpus}
+        for dpu, stream in streams.items():
+            if stream is None:
+                continue
+            if not callable(getattr(stream, "write", None)):
+                raise DpuError("stream argument is not an object with a 'write' method")
+            slot = int(dpu._sys.slots[0])
+            with _translate():
+                text = dpu._sys.log()
+            header = f"=== DPU#0x{_dpu_id(dpu._sys.alloc, slot):x} ===\n"
+            if isinstance(stream, io.RawIOBase) or isinstance(stream, io.BufferedIOBase):
+                stream.write((header + text).encode())
+            else:
+                stream.write(header + text)
+
+    def sync(self):
+        """Wait for the set's asynchronous work (and report its faults)."""
+        with _translate():
+            self._sys.sync()
+
+    def call(self, fn: Callable[["DpuSet", int, Any], None], arg: Any,
+             async_mode: Optional[bool] = None, is_blocking: bool = True, single_call: bool = False):
+        """``fn(set, index, arg)`` once per rank of the set (or once on the whole set)."""
+        asynchronous = self._async_mode if async_mode is None else async_mode
+        if not asynchronous and not is_blocking:
+            raise DpuError("a non-blocking callback must be asynchronous",
+                           "DPU_ERR_NONBLOCKING_SYNC_CALLBACK")
+        if single_call or self._sys.kind == "dpu":
+            fn(self, 0, arg)
+            return
+        for index, rank in enumerate(self._ranks):
+            fn(rank, index, arg)
+
+    def checkpoint(self, iram: bool = True, mram: bool = True, wram: bool = True):
+        raise DpuError("checkpoints are not modelled by the pimrl simulator", "DPU_ERR_SYSTEM")
+
+    def restore(self, context, iram: bool = True, mram: bool = True, wram: bool = True):
+        raise DpuError("checkpoints are not modelled by the pimrl simulator", "DPU_ERR_SYSTEM")
