@@ -40,7 +40,17 @@ PARAMETERS = (
 
 
 def base_value(hw: Hardware, name: str):
-    return hw.op_instructions[name[3:]] if name.startswith("op_") else getattr(hw, name)
+    """The value of the varied parameter ``name``; ValueError naming it if there is none."""
+    try:
+        value = hw.op_instructions[name[3:]] if name.startswith("op_") else getattr(hw, name)
+    except (KeyError, AttributeError):
+        value = None
+    numeric = isinstance(value, (int, float)) or (
+        isinstance(value, tuple) and value and all(isinstance(v, (int, float)) for v in value))
+    if not numeric or isinstance(value, bool):
+        raise ValueError(f"parameter {name!r}: not a numeric hardware parameter of {hw.name} "
+                         f"(the study varies {', '.join(PARAMETERS)}; or op_<instruction>)")
+    return value
 
 
 def varied(hw: Hardware, name: str, factor: float) -> tuple[Hardware, float]:
@@ -118,6 +128,10 @@ def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: floa
     from pimrl.envs import make
 
     hw = hw or get_hardware()
+    for name in parameters:             # refuse a bad name before the long training runs
+        base_value(hw, name)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
     env = make(ENV)
     n_states, n_actions = env.next_state.shape[:2]
     records = generate_dataset(env, n_transitions, seed)

@@ -44,6 +44,9 @@ def _cmd_generate(args) -> int:
     if name == "epsilon-greedy":
         if args.q is None:
             raise UserError("--policy epsilon-greedy needs --q Q.npy (a Q-table of shape (S, A))")
+        from pimrl.io import check_regular_input
+
+        check_regular_input(args.q, "--q")
         try:
             q = np.load(args.q, allow_pickle=False)
         except (OSError, ValueError) as exc:
@@ -90,6 +93,9 @@ def _cmd_export(args) -> int:
     from .format import load_dataset
     from .swiftrl import export_swiftrl
 
+    from pimrl.io import check_destination
+
+    check_destination(args.out)        # before the work, not after
     ds = load_dataset(args.file)
     export_swiftrl(ds.records, args.out)
     _err(f"wrote {len(ds):,} lines to {args.out}")
@@ -145,12 +151,18 @@ def register(subparsers) -> None:
                    help="seed of the draws imputing unknown next actions (default 0)")
     i.set_defaults(func=_cmd_import)
 
-    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line)")
+    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line)",
+                       description="Write the transitions of a dataset as SwiftRL text, one "
+                       "'s a r s'' line each (integer rewards as integers, others with 9 "
+                       "significant digits); the file is written atomically.")
     e.add_argument("file", help="dataset file")
     e.add_argument("--out", required=True, help="output text file")
     e.set_defaults(func=_cmd_export)
 
-    n = sub.add_parser("info", help="header fields and summary statistics of a dataset")
+    n = sub.add_parser("info", help="header fields and summary statistics of a dataset",
+                       description="Print a dataset's header fields (environment, policy, seed, "
+                       "sizes) and summary statistics (reward range, episode ends, state and "
+                       "state-action coverage), after checking every record.")
     n.add_argument("file", help="dataset file")
     n.add_argument("--json", action="store_true", help="print one JSON object")
     n.add_argument("--no-validate", action="store_true",

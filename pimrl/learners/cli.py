@@ -29,15 +29,18 @@ def register(subparsers) -> None:
     p.add_argument("--transitions", type=int, default=1_000_000, metavar="N",
                    help="transitions to generate with --env (default 1,000,000)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of generated data (default 0)")
-    p.add_argument("--backend", choices=BACKENDS, default="reference")
+    p.add_argument("--backend", choices=BACKENDS, default="reference",
+                   help="the reference learner (this CPU), or simulated PIM (DPUs)")
     g = p.add_argument_group("learner")
-    g.add_argument("--algo", choices=ALGOS, default="q")
-    g.add_argument("--dtype", choices=DTYPES, default="fp32")
-    g.add_argument("--sampling", choices=SAMPLINGS, default="seq")
+    g.add_argument("--algo", choices=ALGOS, default="q", help="Q-learning or SARSA")
+    g.add_argument("--dtype", choices=DTYPES, default="fp32",
+                   help="FP32, or INT32 fixed point (Q-format set by --frac-bits)")
+    g.add_argument("--sampling", choices=SAMPLINGS, default="seq",
+                   help="order of the updates: sequential, strided (--stride) or random")
     g.add_argument("--stride", type=int, default=4, help="STR stride k (default 4)")
     g.add_argument("--epochs", type=int, default=1, help="passes over each partition (default 1)")
-    g.add_argument("--alpha", type=float, default=0.1)
-    g.add_argument("--gamma", type=float, default=0.95)
+    g.add_argument("--alpha", type=float, default=0.1, help="learning rate")
+    g.add_argument("--gamma", type=float, default=0.95, help="discount factor")
     g.add_argument("--epsilon", type=float, default=0.1, help="SARSA's epsilon-greedy draw")
     g.add_argument("--next-action", choices=NEXT_ACTIONS, default="logged",
                    help="SARSA's next action: the logged one or an epsilon-greedy draw")
@@ -45,7 +48,7 @@ def register(subparsers) -> None:
     g.add_argument("--frac-bits", type=int, default=16, help="INT32 fractional bits (Q15.16)")
     g = p.add_argument_group("PIM backend")
     g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
-    g.add_argument("--tasklets", type=int, default=16)
+    g.add_argument("--tasklets", type=int, default=16, help="tasklets (threads) per DPU")
     g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R | sync:R:weighted")
     g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous",
                    help="contiguous chunks (SwiftRL), or a seeded shuffle first")
@@ -230,6 +233,22 @@ def _ms(x):
     return f"{x * 1e3:10.3f}"
 
 
+def time_table(run) -> list:
+    """The lines of one run's time table: label, milliseconds, and whether modelled or measured."""
+    m = run["modelled_s"]
+    rows = [(label, m[key], "modelled") for key, label in (
+        ("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"), ("inter_dpu", "Inter-DPU"),
+        ("dpu_cpu", "DPU-CPU"))]
+    rows += [("total", run["modelled_total_s"], "modelled"),
+             ("host aggregation", run["measured_s"]["host_aggregation"], "measured (this machine)"),
+             ("simulation", run["measured_s"]["simulation_wall"],
+              "measured (simulator wall clock)")]
+    width = max(len("time category"), *(len(label) for label, _, _ in rows))
+    lines = [f"{'time category':<{width}}{'ms':>10}   kind"]
+    lines += [f"{label:<{width}}{_ms(value)}   {kind}" for label, value, kind in rows]
+    return lines
+
+
 def print_report(out, params):
     print(f"data      {out['source']}")
     p = params
@@ -242,16 +261,10 @@ def print_report(out, params):
         sats = out["saturations"]
     else:
         for r in out["runs"]:
-            m = r["modelled_s"]
             print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets on {r['hardware']}, "
                   f"aggregate {r['aggregate']}, {r['kernel']} kernel")
-            print("  time category          ms   kind")
-            for key, label in (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"),
-                               ("inter_dpu", "Inter-DPU"), ("dpu_cpu", "DPU-CPU")):
-                print(f"  {label:<14}{_ms(m[key])}   modelled")
-            print(f"  {'total':<14}{_ms(r['modelled_total_s'])}   modelled")
-            print(f"  {'host aggregation':<14}{_ms(r['measured_s']['host_aggregation'])}   measured (this machine)")
-            print(f"  {'simulation':<14}{_ms(r['measured_s']['simulation_wall'])}   measured (simulator wall clock)")
+            for line in time_table(r):
+                print("  " + line)
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
             print("\nModelled strong scaling (total time, against the first DPU count), with the "
