@@ -128,5 +128,7 @@ def update_doc(path=DOC_PATH, check: bool = False, regions=None) -> bool:
     if new == text:
         return True
     if not check:
-        path.write_text(new)
+        from pimrl.io import atomic_write_text
+
+        atomic_write_text(path, new)
     return False
