@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from pimrl.pim.hardware import Hardware, get_hardware
+from pimrl.resources import DOCS
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "cost-model.md"
+DOC_PATH = DOCS / "cost-model.md"
 REGION = re.compile(r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END GENERATED -->)",
                     re.S)
 
