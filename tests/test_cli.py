@@ -36,6 +36,7 @@ def _one_error_line(err: str, *needles) -> str:
 
 
 # ------------------------------------------------------------------------------- Ctrl-C
+@pytest.mark.slow
 def test_ctrl_c_stops_train_inside_compiled_loops(tmp_path):
     """A long run inside numba loops (minutes of work) ends soon after SIGINT, with status
     130, one line, and no output file (complete or absent)."""

@@ -123,7 +123,10 @@ def _metrics(runs, hw):
 
 
 def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: float = 0.2,
-                    hw: Hardware | None = None, seed: int = 0, parameters=PARAMETERS) -> dict:
+                    hw: Hardware | None = None, seed: int = 0, parameters=PARAMETERS,
+                    variants=VARIANTS) -> dict:
+    """The study (module docstring). ``variants`` (default all twelve) is for quick checks:
+    a variant's baseline row does not depend on the others, the parameter means do."""
     from pimrl.data import generate_dataset
     from pimrl.envs import make
 
@@ -135,11 +138,12 @@ def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: floa
     env = make(ENV)
     n_states, n_actions = env.next_state.shape[:2]
     records = generate_dataset(env, n_transitions, seed)
-    runs = record_runs(records, n_states, n_actions, hw, epochs)
+    variants = [tuple(v) for v in variants]
+    runs = record_runs(records, n_states, n_actions, hw, epochs, variants=variants)
     base = _metrics(runs, hw)
     lo, hi = min(DPU_COUNTS), max(DPU_COUNTS)
     baseline = []
-    for run_v in VARIANTS:
+    for run_v in variants:
         r125 = next(r for r in runs if r.variant == run_v and r.n_dpus == lo)
         r2k = next(r for r in runs if r.variant == run_v and r.n_dpus == hi)
         baseline.append({"variant": "-".join(run_v), f"t{lo}_s": base[run_v][0],
@@ -152,8 +156,8 @@ def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: floa
         for sign, factor in (("minus", 1 - delta), ("plus", 1 + delta)):
             hw2, applied = varied(hw, name, factor)
             m = _metrics(runs, hw2)
-            d_scal = np.array([m[v][2] / base[v][2] - 1 for v in VARIANTS])
-            d_cpu = np.array([base[v][1] / m[v][1] - 1 for v in VARIANTS])
+            d_scal = np.array([m[v][2] / base[v][2] - 1 for v in variants])
+            d_cpu = np.array([base[v][1] / m[v][1] - 1 for v in variants])
             entry[sign] = {"factor": applied,
                            "scaling_mean": float(d_scal.mean()),
                            "scaling_maxabs": float(d_scal[np.argmax(np.abs(d_scal))]),
@@ -165,7 +169,7 @@ def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: floa
     rows.sort(key=lambda e: -e["impact"])
     return {"study": {"env": ENV, "transitions": n_transitions, "epochs": epochs,
                       "tasklets": TASKLETS, "dpus": list(DPU_COUNTS), "delta": delta,
-                      "seed": seed, "hardware": hw.name, "variants": len(VARIANTS)},
+                      "seed": seed, "hardware": hw.name, "variants": len(variants)},
             "baseline": baseline, "parameters": rows}
 
 
