@@ -19,7 +19,7 @@ from pimrl.envs import (
     q_backup,
     value_iteration,
 )
-from pimrl.envs import cli as envs_cli
+from pimrl.cli import eval as envs_cli
 
 
 # ---- value iteration and the known optima -------------------------------------------------

@@ -70,7 +70,7 @@ def installed(tmp_path_factory):
 def test_installed_package_finds_its_files_in_itself(installed):
     venv, elsewhere, env = installed
     r = _run([str(venv / "bin" / "python"), "-c",
-              "import json, pimrl, pimrl.resources as r, pimrl.experiments.cli as e, "
+              "import json, pimrl, pimrl.resources as r, pimrl.cli.experiments as e, "
               "pimrl.calibration.doc as d; print(json.dumps([pimrl.__file__, str(r.ROOT), "
               "r.INSTALLED, e.DEMO_CONFIG.is_file(), d.DOC_PATH.is_file()]))"],
              cwd=elsewhere, env=env)

@@ -25,8 +25,8 @@ def _make_env(spec: str):
 def _cmd_generate(args) -> int:
     from pimrl.cli import UserError
 
-    from .format import save_dataset
-    from .generate import generate_dataset, parse_policy, policy_description
+    from pimrl.data.format import save_dataset
+    from pimrl.data.generate import generate_dataset, parse_policy, policy_description
 
     from pimrl.io import check_destination
 
@@ -69,8 +69,8 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_import(args) -> int:
-    from .format import save_dataset
-    from .swiftrl import import_swiftrl
+    from pimrl.data.format import save_dataset
+    from pimrl.data.swiftrl import import_swiftrl
 
     env = _make_env(args.env)
     if args.seed < 0:
@@ -90,8 +90,8 @@ def _cmd_import(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from .format import load_dataset
-    from .swiftrl import export_swiftrl
+    from pimrl.data.format import load_dataset
+    from pimrl.data.swiftrl import export_swiftrl
 
     from pimrl.io import check_destination
 
@@ -109,7 +109,7 @@ def _fmt(v) -> str:
 
 
 def _cmd_info(args) -> int:
-    from .format import load_dataset
+    from pimrl.data.format import load_dataset
 
     ds = load_dataset(args.file, validate=not args.no_validate)
     info = ds.info()

@@ -1,5 +1,6 @@
-"""The ``pimrl`` command. Each sub-command lives beside the code it drives and registers
-itself here through a ``register(subparsers)`` function."""
+"""The ``pimrl`` command. Every command's parser lives in this package, one module per
+group of commands, each adding its commands through a ``register(subparsers)`` function.
+Nothing outside ``pimrl.cli`` imports it, so the library never depends on its front end."""
 from __future__ import annotations
 
 import argparse
@@ -8,12 +9,12 @@ import sys
 
 #: Modules that contribute sub-commands, in the order ``pimrl --help`` lists them.
 COMMAND_MODULES = (
-    "pimrl.data.cli",        # data generate | import | info
-    "pimrl.learners.cli",    # train
-    "pimrl.envs.cli",        # eval
-    "pimrl.experiments.cli", # scale | plot | demo
-    "pimrl.calibration.cli", # calibrate | sensitivity | cost-doc
-    "pimrl.shim.cli",        # shim (build the C host library)
+    "pimrl.cli.data",         # data generate | import | export | info
+    "pimrl.cli.train",        # train
+    "pimrl.cli.eval",         # eval
+    "pimrl.cli.experiments",  # scale | plot | demo
+    "pimrl.cli.calibration",  # calibrate | sensitivity | cost-doc
+    "pimrl.cli.shim",         # shim (build the C host library)
 )
 
 
