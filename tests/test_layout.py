@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
+
+import pytest
 
 import pimrl
 
@@ -31,3 +34,60 @@ def test_only_the_cli_package_imports_the_cli():
 
 def test_every_command_module_lives_in_the_cli_package():
     assert not [p for p in PKG.rglob("cli.py")]
+
+
+# --------------------------------------------------------------- choices from registries
+def _train_parser():
+    from test_cli import _parsers
+
+    return dict(_parsers())["pimrl train"]
+
+
+def test_train_defaults_come_from_learner_params_and_the_trainer():
+    import inspect
+    from dataclasses import fields
+
+    from pimrl.learners.params import LearnerParams
+    from pimrl.pim.trainer import PimTrainer
+
+    args = _train_parser().parse_args(["--env", "Taxi-v3"])
+    for f in fields(LearnerParams):
+        assert getattr(args, f.name) == f.default, f.name
+    sig = inspect.signature(PimTrainer).parameters
+    assert args.tasklets == sig["tasklets"].default and args.kernel == sig["kernel"].default
+    assert args.hardware == sig["hardware"].default and args.dpus == str(sig["n_dpus"].default)
+    assert args.aggregate == sig["aggregate"].default
+    assert args.block_bytes == sig["block_bytes"].default
+
+
+def test_a_new_registry_entry_reaches_list_and_help(monkeypatch, capsys):
+    from pimrl.cli import main
+    from pimrl.pim import aggregate, hardware, trainer
+
+    monkeypatch.setitem(hardware.PRESETS, "upmem-test",
+                        hardware.Hardware(name="upmem-test", n_ranks=2, frequency_hz=123e6))
+    monkeypatch.setitem(trainer.KERNELS, "testkernel", trainer.KERNELS["numba"])
+    monkeypatch.setitem(aggregate.AGGREGATORS, "median", aggregate.mean_tables)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("upmem-test", "123 MHz", "testkernel", "median", "FrozenLake-v1",
+                 "CliffWalking-v1", "epsilon-greedy", "sarsa-int32-ran"):
+        assert name in out, name
+    text = _train_parser().format_help()
+    assert "upmem-test" in text and "testkernel" in text and "median" in text
+    assert main(["list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert "upmem-test" in listing["hardware presets"]["entries"]
+    assert set(listing) >= {"environments", "hardware presets", "aggregators", "DPU programs",
+                            "learner choices", "behaviour policies", "kernel variants"}
+    for section in listing.values():
+        assert all(text for text in section["entries"].values())     # every entry described
+
+
+def test_unknown_choice_is_refused_by_the_parser(capsys):
+    from pimrl.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--env", "Taxi-v3", "--backend", "pim", "--hardware", "upmem-9999"])
+    assert exc.value.code == 2
+    assert "upmem-9999" in capsys.readouterr().err

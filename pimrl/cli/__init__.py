@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "pimrl.cli.experiments",  # scale | plot | demo
     "pimrl.cli.calibration",  # calibrate | sensitivity | cost-doc
     "pimrl.cli.shim",         # shim (build the C host library)
+    "pimrl.cli.catalogue",    # list (every registry)
 )
 
 

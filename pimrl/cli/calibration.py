@@ -11,7 +11,10 @@ def _hardware(args):
 
 
 def _add_hw(p):
-    p.add_argument("--hardware", default="upmem-2556", help="hardware preset (default upmem-2556)")
+    from pimrl.pim.hardware import PRESETS, get_hardware
+
+    p.add_argument("--hardware", choices=list(PRESETS), default=get_hardware().name,
+                   help="hardware preset (pimrl list)")
     p.add_argument("--hw", action="append", metavar="KEY=VALUE",
                    help="override a hardware parameter (repeatable), e.g. dma_beta=0.6")
 

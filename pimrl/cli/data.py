@@ -131,10 +131,14 @@ def register(subparsers) -> None:
 
     g = sub.add_parser("generate", help="run a behaviour policy in an environment",
                        description="Generate a dataset by running a behaviour policy in ENV.")
-    g.add_argument("--env", required=True, help="environment spec, e.g. FrozenLake-v1, Taxi-v3")
+    g.add_argument("--env", required=True, help="environment spec, e.g. FrozenLake-v1, Taxi-v3 "
+                   "(pimrl list)")
     g.add_argument("--n", required=True, type=int, help="number of transitions")
     g.add_argument("--seed", required=True, type=int, help="seed (an integer >= 0)")
-    g.add_argument("--policy", default="uniform", help="uniform (default) or epsilon-greedy")
+    from pimrl.data.generate import POLICIES, POLICY_DESCRIPTIONS
+
+    g.add_argument("--policy", default=POLICIES[0], help="behaviour policy: " + "; ".join(
+        f"{name}: {text}" for name, text in POLICY_DESCRIPTIONS.items()))
     g.add_argument("--q", help="Q-table .npy of shape (S, A) for epsilon-greedy")
     g.add_argument("--epsilon", type=float, help="exploration rate for epsilon-greedy")
     g.add_argument("--max-episode-steps", type=int, default=None,
