@@ -4,9 +4,10 @@ Python only raises ``KeyboardInterrupt`` between bytecodes, and a numba (or C) l
 interpreter for as long as it runs: a long ``pimrl train`` would ignore Ctrl-C. While a
 command runs, the ``pimrl`` command installs a C-level SIGINT handler (a numba ``cfunc``)
 that does what Python's own does (``PyErr_SetInterruptEx``: ``KeyboardInterrupt`` at the
-next bytecode) and arms a half-second timer. Python code answers the interrupt within that
-time, cleans up (atomic writers remove their temporary files) and cancels the timer. If the
-interpreter is stuck in compiled code, the timer's handler prints one line and ends the
+next bytecode) and arms a half-second timer. As soon as Python code runs again, its SIGINT
+handler cancels the timer and raises ``KeyboardInterrupt``; the command then cleans up in
+its own time (atomic writers remove their temporary files, a sweep records where it
+stopped). If the interpreter is stuck in compiled code, the timer's handler prints one line and ends the
 process with status 130. Compiled code writes no output files (every file is written by
 Python through ``pimrl.io.atomic_writer``), so every output is then complete or absent.
 """
@@ -52,15 +53,17 @@ _libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
 class prompt_interrupts:
     """``with prompt_interrupts(): ...``: Ctrl-C ends the block within ``GRACE_S`` seconds.
 
-    Python code inside sees ``KeyboardInterrupt`` as usual, and must call ``answered()``
-    (the ``pimrl`` command does, when it reports the interrupt) to keep the process alive.
-    Does nothing outside the main thread, or where SIGINT is not Python's default handler
+    Python code inside sees ``KeyboardInterrupt`` as usual, once the interpreter runs again
+    (which cancels the timer). Does nothing outside the main thread, or where SIGINT is not Python's default handler
     (ignored by a shell for a background job, or handled by the embedding program)."""
 
     def __enter__(self):
         self._saved = None
         if (threading.current_thread() is threading.main_thread()
                 and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            # Python's handler first (it also installs CPython's C handler), then ours over
+            # the C one: the interrupt reaches Python through PyErr_SetInterruptEx.
+            signal.signal(signal.SIGINT, _answer_and_raise)
             self._saved = (_libc.signal(signal.SIGALRM, _on_grace_expired.address),
                            _libc.signal(signal.SIGINT, _on_sigint.address))
         return self
@@ -70,9 +73,17 @@ class prompt_interrupts:
         if self._saved is not None:
             _libc.signal(signal.SIGINT, self._saved[1])
             _libc.signal(signal.SIGALRM, self._saved[0])
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         return False
 
 
 def answered() -> None:
     """Python code has answered Ctrl-C: cancel the timer that would end the process."""
     signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _answer_and_raise(signum, frame):
+    """Python's SIGINT handler while a command runs: Python is running again, so the timer
+    is cancelled; then ``KeyboardInterrupt`` as usual, for the command's own clean-up."""
+    answered()
+    raise KeyboardInterrupt

@@ -62,6 +62,43 @@ def test_ctrl_c_stops_train_inside_compiled_loops(tmp_path):
     assert os.listdir(tmp_path) == []          # no Q-table, no temporary file
 
 
+CLEAN_UP_SLOWLY = """
+import sys, time
+import pimrl.cli.catalogue
+from pimrl.cli import main
+
+def run_list(args):
+    try:
+        print("ready", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        time.sleep(1.5)                   # longer than the grace time for compiled code
+        print("cleaned up", file=sys.stderr, flush=True)
+        raise
+
+pimrl.cli.catalogue.run_list = run_list
+sys.exit(main(["list"]))
+"""
+
+
+def test_ctrl_c_lets_python_clean_up_in_its_own_time():
+    """The timer that ends a process stuck in compiled code is cancelled as soon as Python
+    runs: a command's clean-up after Ctrl-C (a sweep recording where it stopped) finishes."""
+    p = subprocess.Popen([sys.executable, "-c", CLEAN_UP_SLOWLY], stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert "ready" in p.stderr.readline()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130
+    assert err.split() == ["cleaned", "up", "pimrl", "list:", "interrupted", "(Ctrl-C)"], err
+
+
 def test_ctrl_c_in_python_code_is_one_line(tmp_path, monkeypatch, capsys):
     import pimrl.envs
 

@@ -85,9 +85,19 @@ def describe_error(exc: BaseException) -> str:
     return str(exc)
 
 
-def main(argv=None) -> int:
-    from pimrl.interrupt import answered, prompt_interrupts
+def _interrupt_handling():
+    """pimrl.interrupt's prompt Ctrl-C, or Python's own where its handlers cannot be built."""
+    try:
+        from pimrl.interrupt import answered, prompt_interrupts
+    except Exception:                   # no compiler for the handlers: Ctrl-C as Python does
+        import contextlib
 
+        return (lambda: None), contextlib.nullcontext
+    return answered, prompt_interrupts
+
+
+def main(argv=None) -> int:
+    answered, prompt_interrupts = _interrupt_handling()
     command = "pimrl"
     with prompt_interrupts():
         try:
