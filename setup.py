@@ -1,25 +1,25 @@
 """Build step that makes an installed pimrl carry its non-Python files.
 
 ``pip install .`` (not editable) copies host/ (the C shim and the DPU runtime), kernels/
-(the SwiftRL kernels in UPMEM C), bin/, experiments/ (the configs) and docs/ into the
+(the SwiftRL kernels in UPMEM C), bin/, experiments/ (configs, figures) and docs/ into the
 package as ``pimrl/_data/``, where :mod:`pimrl.resources` finds them. Build outputs are left
 out. An editable install reads them from the checkout instead. The metadata is in
 pyproject.toml.
 """
+import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "pimrl"))
-# pimrl.resources imports nothing but the standard library; load it without pimrl's deps.
-import resources  # noqa: E402
-
-sys.path.pop(0)
+# pimrl/resources.py (standard library only) says which folders ship; loaded by path, since
+# pimrl's dependencies need not be installed when the package is built.
+_spec = importlib.util.spec_from_file_location("_pimrl_resources", HERE / "pimrl" / "resources.py")
+resources = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(resources)
 
 SKIP_DIRS = {"build", "__pycache__"}
 SKIP_SUFFIXES = (".so", ".o", ".a", ".pyc", ".tmp")
