@@ -41,7 +41,7 @@ def test_ctrl_c_stops_train_inside_compiled_loops(tmp_path):
     """A long run inside numba loops (minutes of work) ends soon after SIGINT, with status
     130, one line, and no output file (complete or absent)."""
     q = tmp_path / "q.npy"
-    p = _pimrl("train", "--env", "Taxi-v3", "--transitions", "200000", "--epochs", "20000",
+    p = _pimrl("train", "--env", "Taxi-v3", "--transitions", "200000", "--epochs", "200000",
                "--backend", "pim", "--dpus", "1,2", "--save-q", str(q), cwd=tmp_path)
     try:
         line = p.stderr.readline()          # printed just before the simulated DPUs start
@@ -58,7 +58,7 @@ def test_ctrl_c_stops_train_inside_compiled_loops(tmp_path):
             p.wait()
     assert p.returncode == 130, err
     _one_error_line(err, "interrupted (Ctrl-C)")
-    assert elapsed < 10, elapsed               # the whole job would take many minutes
+    assert elapsed < 30, elapsed               # the whole job would take about an hour
     assert os.listdir(tmp_path) == []          # no Q-table, no temporary file
 
 

@@ -19,7 +19,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("--q", required=True, metavar="PATH.npy", help="Q-table, shape (S, A)")
     p.add_argument("--env", required=True, metavar="ENV_ID",
-                   help="environment spec, e.g. FrozenLake-v1 or FrozenLake-v1:size=32,seed=7")
+                   help="environment spec, e.g. FrozenLake-v1 or FrozenLake-v1:size=32,seed=7 "
+                   "(pimrl list)")
     p.add_argument("--gamma", type=float, default=0.95,
                    help="discount of the value iteration giving the optimum (default 0.95)")
     p.add_argument("--rollouts", type=int, default=None, metavar="N",
