@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: demo test study bench host clean
+.PHONY: demo test test-fast study bench host clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m pimrl demo --out out/demo
 
-## test: the whole test suite
+## test: the whole test suite (what CI runs)
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+## test-fast: the day-to-day subset: everything but the tests marked slow
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
 
 ## study: the full SwiftRL study (about 12 minutes on 2 cores), plots in out/swiftrl
 study: $(STAMP)

@@ -175,6 +175,7 @@ GPU_SIM_SCRIPT = textwrap.dedent("""
 @pytest.mark.skipif(importlib.util.find_spec("numba_cuda") is None,
                     reason="numba-cuda is not installed (pip install 'pimrl[gpu]'): the CUDA "
                            "simulator that checks the GPU kernels comes with it")
+@pytest.mark.slow
 def test_gpu_kernels_in_cuda_simulator():
     # NUMBA_ENABLE_CUDASIM must be set before numba.cuda is imported: a fresh interpreter.
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}

@@ -67,6 +67,7 @@ def _rows(d):
     return read_results(Path(d) / "results.csv")
 
 
+@pytest.mark.slow
 def test_scale_and_plot(tiny, tmp_path, capsys):
     out = tmp_path / "res"
     assert main(["scale", str(tiny), "--out", str(out), "--json"]) == 0
@@ -123,6 +124,7 @@ def test_scale_and_plot(tiny, tmp_path, capsys):
     assert "modelled" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_interrupt_then_resume_recomputes_nothing(tiny, tmp_path):
     full, part = tmp_path / "full", tmp_path / "part"
     clean = run_scale(tiny, full, progress=False)
@@ -172,6 +174,7 @@ def test_interrupt_through_the_command_line(tiny, tmp_path, monkeypatch, capsys)
     assert f"{N_ROWS - 3} computed, 3 resumed" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_demo_command_runs_scale_then_plot(tiny, tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--config", str(tiny), "--out", str(out)]) == 0
@@ -248,6 +251,7 @@ def test_shipped_configs_parse():
     assert np.all([len(run_key(r)) == 16 for r in runs])
 
 
+@pytest.mark.slow
 def test_turning_the_cpu_baseline_on_fills_it_on_resume(tiny, tmp_path):
     out = tmp_path / "o"
     off = tmp_path / "off.toml"

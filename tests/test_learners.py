@@ -148,6 +148,7 @@ def test_fixed_point_saturates_and_counts_never_wraps():
         OfflineLearner(dtype="int32").fit(rec, 2, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data_seed", [0, 1, 3])
 def test_frozenlake_policy_within_002_of_optimum(tmp_path, capsys, data_seed):
     """1M uniform-random transitions of slippery FrozenLake. SwiftRL's alpha = 0.1 leaves
@@ -163,6 +164,7 @@ def test_frozenlake_policy_within_002_of_optimum(tmp_path, capsys, data_seed):
     assert abs(ev["success_rate"] - ev["optimal_success_rate"]) <= 0.02
 
 
+@pytest.mark.slow
 def test_taxi_policy_within_01_of_optimal_return(tmp_path, capsys):
     q = tmp_path / "q.npy"
     assert main(["train", "--env", "Taxi-v3", "--transitions", "1000000", "--save-q", str(q),

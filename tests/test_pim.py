@@ -267,6 +267,7 @@ def test_memory_is_lazy_and_pages_cross_correctly():
     assert s.alloc.ledger.modelled_s["cpu_dpu"] > 0 and s.alloc.ledger.modelled_s["dpu_cpu"] > 0
 
 
+@pytest.mark.slow
 def test_peak_memory_2560_dpus_1m_transitions_under_2gib():
     code_ = r"""
 import resource, numpy as np

@@ -335,6 +335,7 @@ def test_app_end_to_end(app, shim, dataset, tmp_path, request, args, spec, kerne
         assert printed[label] == pytest.approx(trainer.timings_.modelled_s[cat], rel=1e-5, abs=2e-6)
 
 
+@pytest.mark.slow
 @needs_cc
 def test_app_kernel_by_path_checks(app, shim, dataset, c_kernels, kernel_dir):
     """A missing default kernel says how to build it; a kernel built for other tasklets or
@@ -413,6 +414,7 @@ def test_dpu_assert_prints_file_line_and_message(shim, tmp_path):
 
 
 # ------------------------------------------------------------------------------ fuzz + ASan
+@pytest.mark.slow
 @needs_cc
 def test_fuzz_under_address_sanitizer(shim, tmp_path_factory):
     """Random call sequences (fixed seeds) against an ASan build of the C layer, from an

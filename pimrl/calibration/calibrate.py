@@ -214,13 +214,15 @@ def plot(result: dict, out_dir) -> list:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    os.makedirs(out_dir, exist_ok=True)
+    from pimrl.io import atomic_savefig, ensure_folder
+
+    ensure_folder(out_dir, "--plot")
     c, files = result["curves"], []
 
     def save(fig, name):
         path = os.path.join(out_dir, name)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        atomic_savefig(fig, path, dpi=110)
         plt.close(fig)
         files.append(path)
 

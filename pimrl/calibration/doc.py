@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 from pimrl.pim.hardware import Hardware, get_hardware
+from pimrl.resources import DOCS
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "cost-model.md"
+DOC_PATH = DOCS / "cost-model.md"
 REGION = re.compile(r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END GENERATED -->)",
                     re.S)
 
@@ -76,13 +77,12 @@ def op_table(hw: Hardware) -> str:
     return "\n".join(lines)
 
 
-def generate_regions(hw: Hardware | None = None, sensitivity_kwargs=None) -> dict:
+def calibration_regions(hw: Hardware | None = None) -> dict:
+    """The regions that need no training run: parameters, operations, calibration (seconds)."""
     from pimrl.calibration.calibrate import format_loo, format_shapes, format_table, run_calibration
-    from pimrl.calibration.sensitivity import format_baseline, format_sensitivity, run_sensitivity
 
     hw = hw or get_hardware()
     cal = run_calibration(hw)
-    sens = run_sensitivity(hw=hw, **(sensitivity_kwargs or {}))
     s = cal["summary"]
     summary = (f"{s['targets_within']} of {s['targets']} published figures not marked uncertain "
                f"are within 10 % (largest error {100 * s['max_target_abs_error']:.1f} %); "
@@ -90,11 +90,6 @@ def generate_regions(hw: Hardware | None = None, sensitivity_kwargs=None) -> dic
                f"alpha_read = {cal['dma_fit']['alpha_read']}, alpha_write = "
                f"{cal['dma_fit']['alpha_write']} cycles, largest error "
                f"{100 * cal['dma_fit']['max_rel_error']:.1f} %.")
-    st = sens["study"]
-    study = (f"{st['env']}, {st['transitions']:,} transitions (seed {st['seed']}), {st['epochs']} "
-             f"epoch(s), {st['tasklets']} tasklets, {st['variants']} variants, hardware "
-             f"{st['hardware']}, each parameter x(1 +- {st['delta']:g}). Cells: mean change over "
-             f"the variants (largest-magnitude change among them).")
     return {
         "parameters": parameter_table(hw),
         "operations": op_table(hw),
@@ -102,10 +97,30 @@ def generate_regions(hw: Hardware | None = None, sensitivity_kwargs=None) -> dic
         "calibration": format_table(cal, markdown=True),
         "shapes": format_shapes(cal, markdown=True),
         "interpolation": format_loo(cal, markdown=True),
+    }
+
+
+def sensitivity_regions(hw: Hardware | None = None, sensitivity_kwargs=None) -> dict:
+    """The regions of the sensitivity study (24 training runs: the slow part)."""
+    from pimrl.calibration.sensitivity import format_baseline, format_sensitivity, run_sensitivity
+
+    sens = run_sensitivity(hw=hw or get_hardware(), **(sensitivity_kwargs or {}))
+    st = sens["study"]
+    study = (f"{st['env']}, {st['transitions']:,} transitions (seed {st['seed']}), {st['epochs']} "
+             f"epoch(s), {st['tasklets']} tasklets, {st['variants']} variants, hardware "
+             f"{st['hardware']}, each parameter x(1 +- {st['delta']:g}). Cells: mean change over "
+             f"the variants (largest-magnitude change among them).")
+    return {
         "sensitivity-study": study,
         "sensitivity-baseline": format_baseline(sens, markdown=True),
         "sensitivity": format_sensitivity(sens, markdown=True),
     }
+
+
+def generate_regions(hw: Hardware | None = None, sensitivity_kwargs=None) -> dict:
+    """Every generated region of the doc."""
+    hw = hw or get_hardware()
+    return {**calibration_regions(hw), **sensitivity_regions(hw, sensitivity_kwargs)}
 
 
 def render(text: str, regions: dict) -> str:
@@ -128,5 +143,7 @@ def update_doc(path=DOC_PATH, check: bool = False, regions=None) -> bool:
     if new == text:
         return True
     if not check:
-        path.write_text(new)
+        from pimrl.io import atomic_write_text
+
+        atomic_write_text(path, new)
     return False

@@ -41,7 +41,17 @@ PARAMETERS = (
 
 
 def base_value(hw: Hardware, name: str):
-    return hw.op_instructions[name[3:]] if name.startswith("op_") else getattr(hw, name)
+    """The value of the varied parameter ``name``; ValueError naming it if there is none."""
+    try:
+        value = hw.op_instructions[name[3:]] if name.startswith("op_") else getattr(hw, name)
+    except (KeyError, AttributeError):
+        value = None
+    numeric = isinstance(value, (int, float)) or (
+        isinstance(value, tuple) and value and all(isinstance(v, (int, float)) for v in value))
+    if not numeric or isinstance(value, bool):
+        raise ValueError(f"parameter {name!r}: not a numeric hardware parameter of {hw.name} "
+                         f"(the study varies {', '.join(PARAMETERS)}; or op_<instruction>)")
+    return value
 
 
 def varied(hw: Hardware, name: str, factor: float) -> tuple[Hardware, float]:
@@ -114,19 +124,27 @@ def _metrics(runs, hw):
 
 
 def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: float = 0.2,
-                    hw: Hardware | None = None, seed: int = 0, parameters=PARAMETERS) -> dict:
+                    hw: Hardware | None = None, seed: int = 0, parameters=PARAMETERS,
+                    variants=VARIANTS) -> dict:
+    """The study (module docstring). ``variants`` (default all twelve) is for quick checks:
+    a variant's baseline row does not depend on the others, the parameter means do."""
     from pimrl.data import generate_dataset
     from pimrl.envs import make
 
     hw = hw or get_hardware()
+    for name in parameters:             # refuse a bad name before the long training runs
+        base_value(hw, name)
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
     env = make(ENV)
     n_states, n_actions = env.next_state.shape[:2]
     records = generate_dataset(env, n_transitions, seed)
-    runs = record_runs(records, n_states, n_actions, hw, epochs)
+    variants = [tuple(v) for v in variants]
+    runs = record_runs(records, n_states, n_actions, hw, epochs, variants=variants)
     base = _metrics(runs, hw)
     lo, hi = min(DPU_COUNTS), max(DPU_COUNTS)
     baseline = []
-    for run_v in VARIANTS:
+    for run_v in variants:
         r125 = next(r for r in runs if r.variant == run_v and r.n_dpus == lo)
         r2k = next(r for r in runs if r.variant == run_v and r.n_dpus == hi)
         baseline.append({"variant": "-".join(run_v), f"t{lo}_s": base[run_v][0],
@@ -139,8 +157,8 @@ def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: floa
         for sign, factor in (("minus", 1 - delta), ("plus", 1 + delta)):
             hw2, applied = varied(hw, name, factor)
             m = _metrics(runs, hw2)
-            d_scal = np.array([m[v][2] / base[v][2] - 1 for v in VARIANTS])
-            d_cpu = np.array([base[v][1] / m[v][1] - 1 for v in VARIANTS])
+            d_scal = np.array([m[v][2] / base[v][2] - 1 for v in variants])
+            d_cpu = np.array([base[v][1] / m[v][1] - 1 for v in variants])
             entry[sign] = {"factor": applied,
                            "scaling_mean": float(d_scal.mean()),
                            "scaling_maxabs": float(d_scal[np.argmax(np.abs(d_scal))]),
@@ -152,7 +170,7 @@ def run_sensitivity(n_transitions: int = 1_000_000, epochs: int = 1, delta: floa
     rows.sort(key=lambda e: -e["impact"])
     return {"study": {"env": ENV, "transitions": n_transitions, "epochs": epochs,
                       "tasklets": TASKLETS, "dpus": list(DPU_COUNTS), "delta": delta,
-                      "seed": seed, "hardware": hw.name, "variants": len(VARIANTS)},
+                      "seed": seed, "hardware": hw.name, "variants": len(variants)},
             "baseline": baseline, "parameters": rows}
 
 

@@ -420,7 +420,9 @@ def load_dataset(path, mmap: bool = True, validate: bool = True) -> Dataset:
     unsupported version, bad header/record size, record-layout mismatch, corrupt header,
     a file size that does not match the header (truncated), and -- unless
     ``validate=False`` -- any out-of-range or non-finite record content."""
-    path = Path(path)
+    from pimrl.io import check_regular_input
+
+    path = check_regular_input(path)      # a FIFO would block the header read forever
     file_size = os.path.getsize(path)
     with open(path, "rb") as f:
         buf = f.read(HEADER_SIZE)

@@ -45,6 +45,12 @@ from .records import MAX_ACTIONS, TRANSITION_DTYPE
 BLOCK = 1 << 16
 
 POLICIES = ("uniform", "epsilon-greedy")
+#: What each behaviour policy does (``pimrl list``, ``pimrl data generate --help``).
+POLICY_DESCRIPTIONS = {
+    "uniform": "every action with the same probability (SwiftRL's datasets)",
+    "epsilon-greedy": "a uniformly random action with probability epsilon, else the greedy "
+                      "action of a given Q-table (--q, with --epsilon or epsilon-greedy:EPS)",
+}
 
 
 def _cumulative(p: np.ndarray, axis: int) -> np.ndarray:

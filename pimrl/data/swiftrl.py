@@ -46,8 +46,13 @@ for _c in b"0123456789+-.eEnNaAiIfFtTyY":
 _MAX_INT_DIGITS = 10
 _FIELD_NAMES = ("state", "action", "reward", "next state")
 REWARD_TOL = 1e-6
-#: Bytes of text tokenised at a time (bounds the per-byte temporaries).
+#: Bytes of text read and tokenised at a time (bounds the per-byte temporaries).
 _CHUNK_BYTES = 1 << 23
+#: The longest line accepted (a data line is a few dozen bytes; comments may be longer). A
+#: file with no line breaks (CR-only endings, binary data) fails here, in bounded memory.
+MAX_LINE_BYTES = 1 << 16
+#: Characters of an offending line quoted in an error message.
+_EXCERPT = 60
 
 
 class SwiftRLFormatError(ValueError):
@@ -68,7 +73,24 @@ def _env_of(env):
 
 
 def _token_text(b: np.ndarray, start: int, end: int) -> str:
-    return bytes(b[start:end]).decode("utf-8", errors="replace")
+    return _excerpt(bytes(b[start:min(end, start + 4 * _EXCERPT)]), end - start)
+
+
+def _excerpt(raw: bytes, total: int | None = None) -> str:
+    """Printable start of ``raw`` (at most _EXCERPT characters, '...' when cut)."""
+    text = raw.decode("utf-8", errors="replace")
+    text = "".join(c if c.isprintable() or c in "\t\r" else "?" for c in text[: _EXCERPT + 1])
+    total = len(raw) if total is None else total
+    if len(text) > _EXCERPT or total > len(raw):
+        return text[:_EXCERPT] + "..."
+    return text
+
+
+def _line_problem(line: bytes) -> str:
+    """A hint for a line that does not hold four fields."""
+    if b"\r" in line.rstrip(b"\r"):
+        return " (the file seems to end its lines with CR only: convert them to LF)"
+    return ""
 
 
 def _tokenize(raw: bytes, path, line_offset: int = 0):
@@ -107,32 +129,71 @@ def _tokenize(raw: bytes, path, line_offset: int = 0):
     bad = np.flatnonzero((per_line != 0) & (per_line != 4))
     if len(bad):
         ln = int(bad[0])
+        line = bytes(b[line_start[ln]:nl_pos[ln]]).strip()
         raise SwiftRLFormatError(
             path, line_offset + ln + 1, f"expected 4 whitespace-separated fields (s a r s'), found "
-            f"{int(per_line[ln])}: {_token_text(b, line_start[ln], nl_pos[ln]).strip()!r}")
+            f"{int(per_line[ln])}: {_excerpt(line)!r}{_line_problem(line)}")
     data_lines = np.flatnonzero(per_line == 4)
     return data_lines + 1 + line_offset, starts.reshape(-1, 4), ends.reshape(-1, 4), b
 
 
-def _chunks(raw: bytes, size: int):
-    """Split ``raw`` after newlines into pieces of about ``size`` bytes: (piece, lines before)."""
-    pos, lines_before = 0, 0
-    while pos < len(raw):
-        end = raw.rfind(b"\n", pos, pos + size)
-        if end < 0 or pos + size >= len(raw):
-            nxt = raw.find(b"\n", pos + size) if pos + size < len(raw) else -1
-            end = len(raw) - 1 if nxt < 0 else nxt
-        piece = raw[pos : end + 1]
-        yield piece, lines_before
-        lines_before += piece.count(b"\n")
-        pos = end + 1
+def _pieces(f, path, size: int):
+    """Read the open file ``f`` in pieces of about ``size`` bytes cut after a newline:
+    (piece, lines before it). Refuses NUL bytes (not a text file) and lines longer than
+    MAX_LINE_BYTES, so memory stays bounded whatever the file holds."""
+    carry, lines_before = b"", 0
+    while True:
+        block = f.read(size)
+        buf = carry + block
+        _check_nul(buf, path, lines_before)
+        if not block:
+            if buf:
+                _check_piece(buf, path, lines_before)
+                yield buf, lines_before
+            return
+        end = buf.rfind(b"\n")
+        piece, carry = buf[: end + 1], buf[end + 1 :]
+        _check_piece(piece, path, lines_before)
+        n_lines = piece.count(b"\n")
+        if len(carry) > MAX_LINE_BYTES:
+            raise SwiftRLFormatError(
+                path, lines_before + n_lines + 1, f"line longer than {MAX_LINE_BYTES} bytes with "
+                f"no line break (starts {_excerpt(carry)!r}){_line_problem(carry[:MAX_LINE_BYTES])}"
+                "; not a SwiftRL text file?")
+        if piece:
+            yield piece, lines_before
+        lines_before += n_lines
 
 
-def _parse_text(raw: bytes, path, chunk_bytes: int):
-    """Tokenise and parse ``raw`` chunk by chunk: (line numbers, s, a, r, s')."""
+def _check_nul(buf: bytes, path, lines_before: int) -> None:
+    nul = buf.find(b"\0")
+    if nul >= 0:
+        line = lines_before + buf.count(b"\n", 0, nul) + 1
+        raise SwiftRLFormatError(path, line, "NUL byte in the text: a binary file, not a SwiftRL "
+                                 "text file")
+
+
+def _check_piece(piece: bytes, path, lines_before: int) -> None:
+    """Refuse a line longer than MAX_LINE_BYTES in ``piece``."""
+    b = np.frombuffer(piece, dtype=np.uint8)
+    nl = np.flatnonzero(b == 10)
+    bounds = np.concatenate([[-1], nl, [len(b)]])
+    long = np.flatnonzero(np.diff(bounds) - 1 > MAX_LINE_BYTES)
+    if len(long):
+        i = int(long[0])
+        start = int(bounds[i]) + 1
+        line = piece[start : start + MAX_LINE_BYTES + 1]
+        raise SwiftRLFormatError(path, lines_before + i + 1, f"line longer than {MAX_LINE_BYTES} "
+                                 f"bytes (starts {_excerpt(line)!r}){_line_problem(line)}; not a "
+                                 "SwiftRL text file?")
+
+
+def _parse_text(f, path, chunk_bytes: int):
+    """Read, tokenise and parse the open file ``f`` piece by piece: (line numbers, s, a, r, s')."""
     parts = []
-    for piece, before in _chunks(raw, chunk_bytes):
+    for piece, before in _pieces(f, path, chunk_bytes):
         lines, starts, ends, b = _tokenize(piece, path, before)
+        del piece
         if len(lines) == 0:
             continue
         s = _parse_ints(b, starts[:, 0], ends[:, 0], lines, path, 0)
@@ -219,7 +280,7 @@ def _parse_rewards(b, starts, ends, lines, path):
                     float(text)
                 except ValueError:
                     i = int(idx[j])
-                    raise SwiftRLFormatError(path, int(lines[i]), f"reward {text.decode(errors='replace')!r}"
+                    raise SwiftRLFormatError(path, int(lines[i]), f"reward {_excerpt(text)!r}"
                                              " is not a number") from None
             raise
         out[idx] = vals
@@ -246,8 +307,11 @@ def import_swiftrl(text_path, env, seed: int = 0, *, impute: bool = True,
     S, A = env.n_states, env.n_actions
     if A > MAX_ACTIONS:
         raise ValueError(f"{env.env_id}: {A} actions, a record holds at most {MAX_ACTIONS}")
-    raw = path.read_bytes()
-    lines, s, a, r, ns = _parse_text(raw, path, _CHUNK_BYTES)
+    from pimrl.io import check_regular_input
+
+    check_regular_input(path)
+    with open(path, "rb") as f:
+        lines, s, a, r, ns = _parse_text(f, path, _CHUNK_BYTES)
     n = len(lines)
     if n == 0:
         raise SwiftRLFormatError(path, 0, "no transitions (the file holds no data lines)")
@@ -341,14 +405,16 @@ def _export_chunk(records: np.ndarray, integral: bool) -> bytes:
 def export_swiftrl(records: np.ndarray, text_path, chunk: int = 1 << 19) -> Path:
     """Write records as SwiftRL text lines ``s a r s'`` (vectorised, in chunks; rewards are
     written as integers when every reward is integral, else with 9 significant digits,
-    which round-trips float32)."""
+    which round-trips float32). The file is written atomically (``pimrl.io``)."""
     path = Path(text_path)
     records = np.asarray(records)
     if records.dtype != TRANSITION_DTYPE:
         raise ValueError(f"records have dtype {records.dtype}, expected TRANSITION_DTYPE")
     r = records["reward"]
     integral = bool(np.all(r == np.round(r)) and np.all(np.abs(r) < 1e9))
-    with open(path, "wb") as f:
+    from pimrl.io import atomic_writer
+
+    with atomic_writer(path) as f:
         for start in range(0, len(records), chunk):
             f.write(_export_chunk(records[start : start + chunk], integral))
     return path

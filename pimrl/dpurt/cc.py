@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pimrl.dpurt.instrument import instrument
 
-REPO = Path(__file__).resolve().parents[2]
+from pimrl.resources import ROOT as REPO    # the checkout, or the installed package's data
 INCLUDE = REPO / "host" / "dpurt" / "include"
 RUNTIME_SRC = REPO / "host" / "dpurt" / "src" / "dpurt.c"
 LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"

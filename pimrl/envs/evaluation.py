@@ -128,6 +128,10 @@ def evaluate_rollouts(env: TabularEnv, policy_or_q, n_episodes: int, seed: int,
                       "rollouts", n, int(seed), se(success.astype(np.float64)), se(ret))
 
 
+#: Decimals kept of exactly computed success rates and returns (see evaluate_against_optimum).
+EXACT_DECIMALS = 12
+
+
 def evaluate_against_optimum(env: TabularEnv, q, gamma: float, *, n_rollouts: int | None = None,
                              seed: int = 0) -> dict:
     """The greedy policy of ``q`` beside the optimum (the greedy policy of value iteration's
@@ -137,6 +141,10 @@ def evaluate_against_optimum(env: TabularEnv, q, gamma: float, *, n_rollouts: in
     Keys: ``success_rate``, ``mean_return``, ``optimal_success_rate``, ``optimal_mean_return``,
     ``gamma``, ``env_id``, ``method`` (and ``n_episodes``, ``seed`` and the ``*_se`` standard
     errors for rollouts).
+
+    Exact values are rounded to ``EXACT_DECIMALS`` decimals: the sums behind them carry
+    floating-point error near 1e-15, and rounding keeps a certain success from printing as
+    0.9999999999999999 in JSON while the text says 1.0000.
     """
     q_star, _ = value_iteration(env, gamma)
     if n_rollouts is None:
@@ -148,6 +156,9 @@ def evaluate_against_optimum(env: TabularEnv, q, gamma: float, *, n_rollouts: in
            "optimal_success_rate": best.success_rate, "optimal_mean_return": best.mean_return,
            "gamma": float(gamma), "env_id": env.env_id, "method": mine.method,
            "horizon": mine.horizon}
+    if n_rollouts is None:
+        for key in ("success_rate", "mean_return", "optimal_success_rate", "optimal_mean_return"):
+            out[key] = round(float(out[key]), EXACT_DECIMALS) + 0.0     # + 0.0: no -0.0
     if n_rollouts is not None:
         out.update(n_episodes=mine.n_episodes, seed=mine.seed,
                    success_rate_se=mine.success_rate_se, mean_return_se=mine.mean_return_se,

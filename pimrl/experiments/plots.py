@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pimrl.experiments.runner import read_results
+from pimrl.io import atomic_savefig, atomic_write_text, ensure_folder
 
 CATS = (("pim_cpu_dpu_modelled_s", "CPU-DPU"), ("pim_kernel_modelled_s", "DPU kernel"),
         ("pim_inter_dpu_modelled_s", "Inter-DPU"), ("pim_dpu_cpu_modelled_s", "DPU-CPU"))
@@ -61,7 +62,7 @@ def _default_slice(rows):
 def _save(fig, figdir: Path, name: str, written: list):
     for ext in ("png", "svg"):
         p = figdir / f"{name}.{ext}"
-        fig.savefig(p, dpi=130 if ext == "png" else None, bbox_inches="tight")
+        atomic_savefig(fig, p, dpi=130 if ext == "png" else None, bbox_inches="tight")
         written.append(str(p))
 
 
@@ -373,7 +374,7 @@ def plot_results(result_dir) -> list[str]:
     if not rows:
         raise FileNotFoundError(f"{d / 'results.csv'}: no results to plot (run pimrl scale first)")
     figdir = d / "figures"
-    figdir.mkdir(parents=True, exist_ok=True)
+    ensure_folder(figdir)
     written = []
     for sweep in _uniq(rows, "sweep"):
         sr = _sel(rows, sweep=sweep)
@@ -388,7 +389,7 @@ def plot_results(result_dir) -> list[str]:
     table = summary_table(rows)
     if table:
         p = d / "summary.md"
-        p.write_text(table)
+        atomic_write_text(p, table)
         written.append(str(p))
     meta = d / "meta.json"
     if meta.exists():

@@ -17,13 +17,14 @@ from pimrl.learners.fixedpoint import raw_to_float  # noqa: F401 (the aggregates
 
 
 def mean_tables(raw: np.ndarray, scale: float, visits: np.ndarray | None = None) -> np.ndarray:
-    """Average over DPUs (axis 0) of raw tables (float32, or Q-format int32 with ``scale`` =
-    2^-F), accumulated in float64."""
+    """The plain average of the DPUs' tables (SwiftRL's). Raw tables (float32, or Q-format
+    int32 with ``scale`` = 2^-F) are averaged over axis 0 in float64."""
     return raw.mean(axis=0, dtype=np.float64) * scale
 
 
 def weighted_tables(raw: np.ndarray, scale: float, visits: np.ndarray) -> np.ndarray:
-    """Visit-weighted average; entries no DPU updated take the plain mean."""
+    """Each entry averaged with weights = how often each DPU updated it. Entries no DPU
+    updated take the plain mean."""
     total = visits.sum(axis=0, dtype=np.float64)
     weighted = np.einsum("dij,dij->ij", visits.astype(np.float64), raw.astype(np.float64)) * scale
     plain = mean_tables(raw, scale)

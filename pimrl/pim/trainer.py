@@ -49,6 +49,8 @@ def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 
 
 def _c_kernel(*args, **kwargs):
+    """The SwiftRL kernel in UPMEM C (kernels/swiftrl.c) run by the DPU runtime; needs a C
+    compiler, slower to simulate, equal bit for bit."""
     from pimrl.dpurt.swiftrl import swiftrl_program   # needs a C compiler: imported on demand
 
     return swiftrl_program(*args, **kwargs)

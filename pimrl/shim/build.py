@@ -16,8 +16,8 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-HOST = REPO / "host"
+from pimrl.resources import HOST, PACKAGE_PARENT, writable_dir
+
 INCLUDE = HOST / "include"
 SOURCES = tuple(HOST / "src" / name for name in ("dpu_shim.c", "dpu_fast.c", "dpu_lowlevel.c"))
 DEFAULT_BUILD_DIR = HOST / "build"
@@ -85,9 +85,10 @@ _pimrl_runtime.install(ffi, lib)
 
 
 def python_paths() -> list:
-    """What the embedded interpreter puts first on sys.path: the repository, then this
-    interpreter's site-packages."""
-    paths = [str(REPO)]
+    """What the embedded interpreter puts first on sys.path: the folder holding pimrl (the
+    checkout, or the site-packages it is installed in), then this interpreter's
+    site-packages."""
+    paths = [str(PACKAGE_PARENT)]
     for key in ("purelib", "platlib"):
         p = sysconfig.get_paths().get(key)
         if p and p not in paths:
@@ -128,8 +129,14 @@ def _c_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def default_build_dir() -> Path:
+    """``host/build`` (of the checkout or the installed package), or a private temporary
+    folder where that is not writable."""
+    return writable_dir(DEFAULT_BUILD_DIR, "shim")
+
+
 def library_path(build_dir=None) -> Path:
-    return Path(build_dir or DEFAULT_BUILD_DIR) / LIBRARY
+    return Path(build_dir or default_build_dir()) / LIBRARY
 
 
 def _ffi(sanitize: str | None):
@@ -181,7 +188,7 @@ def build_shim(build_dir=None, sanitize: str | None = None, force: bool = False,
     ok, what = c_toolchain()
     if not ok:
         raise ShimUnavailable(what)
-    build_dir = Path(build_dir or DEFAULT_BUILD_DIR).resolve()
+    build_dir = Path(build_dir or default_build_dir()).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     lib = library_path(build_dir)
     if not force and not needs_build(build_dir):
@@ -200,7 +207,7 @@ def build_shim(build_dir=None, sanitize: str | None = None, force: bool = False,
 
 def pkg_config_flags(build_dir=None) -> dict:
     """What ``bin/dpu-pkg-config`` prints for this build folder."""
-    build_dir = Path(build_dir or DEFAULT_BUILD_DIR).resolve()
+    build_dir = Path(build_dir or default_build_dir()).resolve()
     return {
         "cflags": f"-I{INCLUDE} -DPIMRL_SIMULATOR",
         "libs": f"-L{build_dir} -Wl,-rpath,{build_dir} -ldpu",

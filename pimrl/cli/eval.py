@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import numpy as np
 
@@ -18,7 +19,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("--q", required=True, metavar="PATH.npy", help="Q-table, shape (S, A)")
     p.add_argument("--env", required=True, metavar="ENV_ID",
-                   help="environment spec, e.g. FrozenLake-v1 or FrozenLake-v1:size=32,seed=7")
+                   help="environment spec, e.g. FrozenLake-v1 or FrozenLake-v1:size=32,seed=7 "
+                   "(pimrl list)")
     p.add_argument("--gamma", type=float, default=0.95,
                    help="discount of the value iteration giving the optimum (default 0.95)")
     p.add_argument("--rollouts", type=int, default=None, metavar="N",
@@ -32,6 +34,10 @@ def load_q(path: str, env) -> np.ndarray:
     """Load and validate a Q-table for ``env``; raises ``UserError`` naming the file."""
     from pimrl.cli import UserError
 
+    from pimrl.io import check_regular_input
+
+    if os.path.lexists(path):
+        check_regular_input(path)     # a FIFO would block the read forever
     try:
         q = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -46,10 +52,11 @@ def load_q(path: str, env) -> np.ndarray:
         raise UserError(f"{path}: Q-table has shape {q.shape}, expected {expected} "
                         f"(states, actions) for {env.env_id}")
     q = q.astype(np.float64)
-    nan = np.argwhere(np.isnan(q))
-    if len(nan):
-        raise UserError(f"{path}: Q-table has NaN entries ({len(nan)}), the first at "
-                        f"index {tuple(int(i) for i in nan[0])}")
+    bad = np.argwhere(~np.isfinite(q))
+    if len(bad):
+        first = tuple(int(i) for i in bad[0])
+        raise UserError(f"{path}: Q-table has {len(bad)} non-finite entries (NaN or infinite), "
+                        f"the first ({q[first]}) at {first}: state {first[0]}, action {first[1]}")
     return q
 
 

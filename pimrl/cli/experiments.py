@@ -6,9 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-#: The demo config shipped with the repository (experiments/demo.toml).
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEMO_CONFIG = REPO_ROOT / "experiments" / "demo.toml"
+from pimrl.resources import EXPERIMENTS
+
+#: The demo config shipped with pimrl (experiments/demo.toml).
+DEMO_CONFIG = EXPERIMENTS / "demo.toml"
 
 
 def _scale(config, out, as_json: bool, progress: bool = True) -> int:

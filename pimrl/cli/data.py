@@ -25,8 +25,8 @@ def _make_env(spec: str):
 def _cmd_generate(args) -> int:
     from pimrl.cli import UserError
 
-    from .format import save_dataset
-    from .generate import generate_dataset, parse_policy, policy_description
+    from pimrl.data.format import save_dataset
+    from pimrl.data.generate import generate_dataset, parse_policy, policy_description
 
     from pimrl.io import check_destination
 
@@ -44,6 +44,9 @@ def _cmd_generate(args) -> int:
     if name == "epsilon-greedy":
         if args.q is None:
             raise UserError("--policy epsilon-greedy needs --q Q.npy (a Q-table of shape (S, A))")
+        from pimrl.io import check_regular_input
+
+        check_regular_input(args.q, "--q")
         try:
             q = np.load(args.q, allow_pickle=False)
         except (OSError, ValueError) as exc:
@@ -66,8 +69,8 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_import(args) -> int:
-    from .format import save_dataset
-    from .swiftrl import import_swiftrl
+    from pimrl.data.format import save_dataset
+    from pimrl.data.swiftrl import import_swiftrl
 
     env = _make_env(args.env)
     if args.seed < 0:
@@ -87,9 +90,12 @@ def _cmd_import(args) -> int:
 
 
 def _cmd_export(args) -> int:
-    from .format import load_dataset
-    from .swiftrl import export_swiftrl
+    from pimrl.data.format import load_dataset
+    from pimrl.data.swiftrl import export_swiftrl
 
+    from pimrl.io import check_destination
+
+    check_destination(args.out)        # before the work, not after
     ds = load_dataset(args.file)
     export_swiftrl(ds.records, args.out)
     _err(f"wrote {len(ds):,} lines to {args.out}")
@@ -103,7 +109,7 @@ def _fmt(v) -> str:
 
 
 def _cmd_info(args) -> int:
-    from .format import load_dataset
+    from pimrl.data.format import load_dataset
 
     ds = load_dataset(args.file, validate=not args.no_validate)
     info = ds.info()
@@ -125,10 +131,14 @@ def register(subparsers) -> None:
 
     g = sub.add_parser("generate", help="run a behaviour policy in an environment",
                        description="Generate a dataset by running a behaviour policy in ENV.")
-    g.add_argument("--env", required=True, help="environment spec, e.g. FrozenLake-v1, Taxi-v3")
+    g.add_argument("--env", required=True, help="environment spec, e.g. FrozenLake-v1, Taxi-v3 "
+                   "(pimrl list)")
     g.add_argument("--n", required=True, type=int, help="number of transitions")
     g.add_argument("--seed", required=True, type=int, help="seed (an integer >= 0)")
-    g.add_argument("--policy", default="uniform", help="uniform (default) or epsilon-greedy")
+    from pimrl.data.generate import POLICIES, POLICY_DESCRIPTIONS
+
+    g.add_argument("--policy", default=POLICIES[0], help="behaviour policy: " + "; ".join(
+        f"{name}: {text}" for name, text in POLICY_DESCRIPTIONS.items()))
     g.add_argument("--q", help="Q-table .npy of shape (S, A) for epsilon-greedy")
     g.add_argument("--epsilon", type=float, help="exploration rate for epsilon-greedy")
     g.add_argument("--max-episode-steps", type=int, default=None,
@@ -145,12 +155,18 @@ def register(subparsers) -> None:
                    help="seed of the draws imputing unknown next actions (default 0)")
     i.set_defaults(func=_cmd_import)
 
-    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line)")
+    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line)",
+                       description="Write the transitions of a dataset as SwiftRL text, one "
+                       "'s a r s'' line each (integer rewards as integers, others with 9 "
+                       "significant digits); the file is written atomically.")
     e.add_argument("file", help="dataset file")
     e.add_argument("--out", required=True, help="output text file")
     e.set_defaults(func=_cmd_export)
 
-    n = sub.add_parser("info", help="header fields and summary statistics of a dataset")
+    n = sub.add_parser("info", help="header fields and summary statistics of a dataset",
+                       description="Print a dataset's header fields (environment, policy, seed, "
+                       "sizes) and summary statistics (reward range, episode ends, state and "
+                       "state-action coverage), after checking every record.")
     n.add_argument("file", help="dataset file")
     n.add_argument("--json", action="store_true", help="print one JSON object")
     n.add_argument("--no-validate", action="store_true",

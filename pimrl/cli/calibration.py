@@ -11,7 +11,10 @@ def _hardware(args):
 
 
 def _add_hw(p):
-    p.add_argument("--hardware", default="upmem-2556", help="hardware preset (default upmem-2556)")
+    from pimrl.pim.hardware import PRESETS, get_hardware
+
+    p.add_argument("--hardware", choices=list(PRESETS), default=get_hardware().name,
+                   help="hardware preset (pimrl list)")
     p.add_argument("--hw", action="append", metavar="KEY=VALUE",
                    help="override a hardware parameter (repeatable), e.g. dma_beta=0.6")
 
@@ -73,6 +76,10 @@ def cmd_calibrate(args) -> int:
 
     if args.prim:
         return cmd_calibrate_prim(args)
+    if args.plot:
+        from pimrl.io import ensure_folder
+
+        ensure_folder(args.plot, "--plot")     # before the work, not after
     result = run_calibration(_hardware(args))
     if args.plot:
         result["plots"] = plot(result, args.plot)
@@ -130,8 +137,14 @@ def cmd_cost_doc(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("calibrate", help="run the PrIM-style microbenchmarks through "
-                              "the cost model and compare with published UPMEM figures")
+    p = subparsers.add_parser(
+        "calibrate", help="run the PrIM-style microbenchmarks through the cost model and "
+        "compare with published UPMEM figures",
+        description="Run the PrIM-style microbenchmarks (DMA, arithmetic, CPU-DPU and DPU-CPU "
+        "transfers) through pimrl's cost model and compare every modelled figure with the "
+        "published UPMEM measurement (docs/cost-model.md). Prints the table, the shape checks "
+        "and the leave-one-out error of the transfer curve; exit status 1 when a figure is "
+        "outside its tolerance.")
     _add_hw(p)
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.add_argument("--plot", metavar="DIR", help="write PNG curves to DIR")
@@ -144,8 +157,13 @@ def register(subparsers) -> None:
                    "figures only, no tasklet sweeps")
     p.set_defaults(func=cmd_calibrate)
 
-    p = subparsers.add_parser("sensitivity", help="which hardware parameters move the SwiftRL "
-                              "study's modelled speedups (each varied by +-20 %%)")
+    p = subparsers.add_parser(
+        "sensitivity", help="which hardware parameters move the SwiftRL study's modelled "
+        "speedups (each varied by +-20 %%)",
+        description="Train the twelve SwiftRL variants on Taxi-v3 once on 125 and once on 2,000 "
+        "DPUs, then re-cost the counted work with each hardware parameter varied by +-delta, "
+        "and report how much the modelled 125 -> 2,000 DPU speedup and the PIM time move. "
+        "Every time printed is modelled.")
     _add_hw(p)
     p.add_argument("--transitions", type=int, default=1_000_000, help="Taxi-v3 transitions (default 1M)")
     p.add_argument("--epochs", type=int, default=1, help="training epochs (default 1)")
@@ -156,8 +174,11 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.set_defaults(func=cmd_sensitivity)
 
-    p = subparsers.add_parser("cost-doc", help="regenerate the tables of docs/cost-model.md "
-                              "from the code")
+    p = subparsers.add_parser(
+        "cost-doc", help="regenerate the tables of docs/cost-model.md from the code",
+        description="Regenerate the generated tables of docs/cost-model.md (instruction "
+        "costs, calibration results) from the code, written atomically; with --check, only "
+        "say whether the doc is up to date (exit status 1 when stale).")
     p.add_argument("--check", action="store_true", help="only report whether the doc is stale")
     p.add_argument("--path", help="the doc to rewrite (default docs/cost-model.md)")
     p.set_defaults(func=cmd_cost_doc)

@@ -26,27 +26,38 @@ def register(subparsers) -> None:
         "say which. Several --dpus values (comma separated) give a strong-scaling table.",
     )
     p.add_argument("data", nargs="?", metavar="DATA", help="dataset file (pimrl data generate)")
-    p.add_argument("--env", metavar="ENV_ID", help="generate data for this environment instead")
+    p.add_argument("--env", metavar="ENV_ID", help="generate data for this environment instead "
+                   "(pimrl list: environments)")
     p.add_argument("--transitions", type=int, default=1_000_000, metavar="N",
                    help="transitions to generate with --env (default 1,000,000)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of generated data (default 0)")
     p.add_argument("--backend", choices=BACKENDS, default="reference",
                    help="reference: the oracle-checked learner, one table; cpu: the measured "
                    "CPU baseline (numba, --threads, one table per partition, averaged); pim: "
-                   "simulated DPUs (default reference)")
+                   "simulated DPUs")
+    # Defaults come from LearnerParams and PimTrainer, choices from their registries.
+    from pimrl.cli.catalogue import describe_choices, learner_defaults, trainer_defaults
+    from pimrl.pim.aggregate import AGGREGATORS
+    from pimrl.pim.hardware import PRESETS
+    from pimrl.pim.trainer import KERNELS
+
+    d, t = learner_defaults(), trainer_defaults()
+    p.set_defaults(**d)              # LearnerParams' field names are the options' names
     g = p.add_argument_group("learner")
-    g.add_argument("--algo", choices=ALGOS, default="q")
-    g.add_argument("--dtype", choices=DTYPES, default="fp32")
-    g.add_argument("--sampling", choices=SAMPLINGS, default="seq")
-    g.add_argument("--stride", type=int, default=4, help="STR stride k (default 4)")
-    g.add_argument("--epochs", type=int, default=1, help="passes over each partition (default 1)")
-    g.add_argument("--alpha", type=float, default=0.1)
-    g.add_argument("--gamma", type=float, default=0.95)
-    g.add_argument("--epsilon", type=float, default=0.1, help="SARSA's epsilon-greedy draw")
-    g.add_argument("--next-action", choices=NEXT_ACTIONS, default="logged",
-                   help="SARSA's next action: the logged one or an epsilon-greedy draw")
-    g.add_argument("--seed", type=int, default=0, help="seed of the learner's random streams")
-    g.add_argument("--frac-bits", type=int, default=16, help="INT32 fractional bits (Q15.16)")
+    g.add_argument("--algo", choices=ALGOS, help=describe_choices(ALGOS))
+    g.add_argument("--dtype", choices=DTYPES,
+                   help=describe_choices(DTYPES) + " (Q-format set by --frac-bits)")
+    g.add_argument("--sampling", choices=SAMPLINGS,
+                   help="order of the updates: " + describe_choices(SAMPLINGS) + " (k: --stride)")
+    g.add_argument("--stride", type=int, help="STR stride k")
+    g.add_argument("--epochs", type=int, help="passes over each partition")
+    g.add_argument("--alpha", type=float, help="learning rate")
+    g.add_argument("--gamma", type=float, help="discount factor")
+    g.add_argument("--epsilon", type=float, help="SARSA's epsilon-greedy draw")
+    g.add_argument("--next-action", choices=NEXT_ACTIONS,
+                   help="SARSA's next action: " + describe_choices(NEXT_ACTIONS))
+    g.add_argument("--seed", type=int, help="seed of the learner's random streams")
+    g.add_argument("--frac-bits", type=int, help="INT32 fractional bits F (Q(31-F).F)")
     g = p.add_argument_group("CPU backend")
     g.add_argument("--threads", type=int, default=None,
                    help="threads of the CPU baseline (default: all numba threads)")
@@ -55,20 +66,26 @@ def register(subparsers) -> None:
     g.add_argument("--repeats", type=int, default=1,
                    help="timed repeats of the CPU baseline; the median is reported (default 1)")
     g = p.add_argument_group("PIM backend")
-    g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
-    g.add_argument("--tasklets", type=int, default=16)
-    g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R | sync:R:weighted")
-    g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous",
+    g.add_argument("--dpus", default=str(t["n_dpus"]),
+                   help="DPU count, or a comma list for a scaling table")
+    g.add_argument("--tasklets", type=int, default=t["tasklets"], help="tasklets (threads) per DPU")
+    g.add_argument("--aggregate", default=t["aggregate"],
+                   help=" | ".join(AGGREGATORS) + " | sync:R | sync:R:weighted (pimrl list)")
+    g.add_argument("--partition", choices=("contiguous", "shuffle"), default=t["partition"],
                    help="contiguous chunks (SwiftRL), or a seeded shuffle first")
-    g.add_argument("--shuffle-seed", type=int, default=0, help="seed of --partition shuffle")
-    g.add_argument("--hardware", default="upmem-2556",
-                   help="preset: upmem-2556, upmem-2560, upmem-640, upmem-v1b")
+    g.add_argument("--shuffle-seed", type=int, default=t["shuffle_seed"],
+                   help="seed of --partition shuffle")
+    g.add_argument("--hardware", choices=list(PRESETS), default=t["hardware"],
+                   help="hardware preset (pimrl list)")
     g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
                    help="what-if override, e.g. frequency_hz=500e6 or op_int32_mul=1")
-    g.add_argument("--block-bytes", type=int, default=2048, help="DMA block size (16..2048)")
-    g.add_argument("--kernel", choices=("numba", "c"), default="numba",
-                   help="DPU program: the simulator's numba kernel, or the UPMEM C kernel of "
-                   "kernels/ run by the DPU runtime (needs a C compiler; slower)")
+    g.add_argument("--block-bytes", type=int, default=t["block_bytes"],
+                   help="DMA block size (16..2048)")
+    g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
+                   help="DPU program (pimrl list): the simulator's numba kernel, or the UPMEM C "
+                   "kernel of kernels/ run by the DPU runtime (needs a C compiler; slower)")
+    p.set_defaults(pim_defaults={"hw": [], "dpus": str(t["n_dpus"]), "kernel": t["kernel"],
+                                 "aggregate": t["aggregate"], "partition": t["partition"]})
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
@@ -140,9 +157,8 @@ def run_train(args: argparse.Namespace) -> int:
 
         check_destination(args.save_q)
     if args.backend != "pim":
-        given = [f for f, default in (("--hw", []), ("--dpus", "64"), ("--kernel", "numba"),
-                                      ("--aggregate", "mean"), ("--partition", "contiguous"))
-                 if getattr(args, f[2:].replace("-", "_")) != default]
+        given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition")
+                 if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
     if args.backend != "cpu":
@@ -259,6 +275,22 @@ def _ms(x):
     return f"{x * 1e3:10.3f}"
 
 
+def time_table(run) -> list:
+    """The lines of one run's time table: label, milliseconds, and whether modelled or measured."""
+    m = run["modelled_s"]
+    rows = [(label, m[key], "modelled") for key, label in (
+        ("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"), ("inter_dpu", "Inter-DPU"),
+        ("dpu_cpu", "DPU-CPU"))]
+    rows += [("total", run["modelled_total_s"], "modelled"),
+             ("host aggregation", run["measured_s"]["host_aggregation"], "measured (this machine)"),
+             ("simulation", run["measured_s"]["simulation_wall"],
+              "measured (simulator wall clock)")]
+    width = max(len("time category"), *(len(label) for label, _, _ in rows))
+    lines = [f"{'time category':<{width}}{'ms':>10}   kind"]
+    lines += [f"{label:<{width}}{_ms(value)}   {kind}" for label, value, kind in rows]
+    return lines
+
+
 def print_report(out, params):
     print(f"data      {out['source']}")
     p = params
@@ -280,16 +312,10 @@ def print_report(out, params):
         sats = out["saturations"]
     else:
         for r in out["runs"]:
-            m = r["modelled_s"]
             print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets on {r['hardware']}, "
                   f"aggregate {r['aggregate']}, {r['kernel']} kernel")
-            print("  time category          ms   kind")
-            for key, label in (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"),
-                               ("inter_dpu", "Inter-DPU"), ("dpu_cpu", "DPU-CPU")):
-                print(f"  {label:<14}{_ms(m[key])}   modelled")
-            print(f"  {'total':<14}{_ms(r['modelled_total_s'])}   modelled")
-            print(f"  {'host aggregation':<14}{_ms(r['measured_s']['host_aggregation'])}   measured (this machine)")
-            print(f"  {'simulation':<14}{_ms(r['measured_s']['simulation_wall'])}   measured (simulator wall clock)")
+            for line in time_table(r):
+                print("  " + line)
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
             print("\nModelled strong scaling (total time, against the first DPU count), with the "

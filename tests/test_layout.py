@@ -1,0 +1,170 @@
+"""The layout: the command line is a front end the library never imports."""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+import pimrl
+
+PKG = Path(pimrl.__file__).resolve().parent
+
+
+def _imports(path: Path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+
+
+def test_only_the_cli_package_imports_the_cli():
+    offenders = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        if rel.parts[0] in ("cli", "__main__.py"):
+            continue
+        offenders += [f"pimrl/{rel.as_posix()}: {m}" for m in _imports(path)
+                      if m == "pimrl.cli" or m.startswith("pimrl.cli.")]
+    assert not offenders, offenders
+
+
+def test_every_command_module_lives_in_the_cli_package():
+    assert not [p for p in PKG.rglob("cli.py")]
+
+
+# --------------------------------------------------------------- choices from registries
+def _train_parser():
+    from test_cli import _parsers
+
+    return dict(_parsers())["pimrl train"]
+
+
+def test_train_defaults_come_from_learner_params_and_the_trainer():
+    import inspect
+    from dataclasses import fields
+
+    from pimrl.learners.params import LearnerParams
+    from pimrl.pim.trainer import PimTrainer
+
+    args = _train_parser().parse_args(["--env", "Taxi-v3"])
+    for f in fields(LearnerParams):
+        assert getattr(args, f.name) == f.default, f.name
+    sig = inspect.signature(PimTrainer).parameters
+    assert args.tasklets == sig["tasklets"].default and args.kernel == sig["kernel"].default
+    assert args.hardware == sig["hardware"].default and args.dpus == str(sig["n_dpus"].default)
+    assert args.aggregate == sig["aggregate"].default
+    assert args.block_bytes == sig["block_bytes"].default
+
+
+def test_a_new_registry_entry_reaches_list_and_help(monkeypatch, capsys):
+    from pimrl.cli import main
+    from pimrl.pim import aggregate, hardware, trainer
+
+    monkeypatch.setitem(hardware.PRESETS, "upmem-test",
+                        hardware.Hardware(name="upmem-test", n_ranks=2, frequency_hz=123e6))
+    monkeypatch.setitem(trainer.KERNELS, "testkernel", trainer.KERNELS["numba"])
+    monkeypatch.setitem(aggregate.AGGREGATORS, "median", aggregate.mean_tables)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("upmem-test", "123 MHz", "testkernel", "median", "FrozenLake-v1",
+                 "CliffWalking-v1", "epsilon-greedy", "sarsa-int32-ran"):
+        assert name in out, name
+    text = _train_parser().format_help()
+    assert "upmem-test" in text and "testkernel" in text and "median" in text
+    assert main(["list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert "upmem-test" in listing["hardware presets"]["entries"]
+    assert set(listing) >= {"environments", "hardware presets", "aggregators", "DPU programs",
+                            "learner choices", "behaviour policies", "kernel variants"}
+    for section in listing.values():
+        assert all(text for text in section["entries"].values())     # every entry described
+
+
+def test_unknown_choice_is_refused_by_the_parser(capsys):
+    from pimrl.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "--env", "Taxi-v3", "--backend", "pim", "--hardware", "upmem-9999"])
+    assert exc.value.code == 2
+    assert "upmem-9999" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------- import graph
+def _import_graph() -> dict:
+    """Edges between pimrl's sub-packages and top-level modules (``pimrl.X``), counting
+    every import statement, at module level or inside a function."""
+    edges = {}
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        if len(parts) < 2:
+            continue
+        src = ".".join(parts[:2])
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    pkg = parts if rel.name == "__init__" else parts[:-1]
+                    base = pkg[: len(pkg) - node.level + 1]
+                    targets = [".".join(base + ([node.module] if node.module else []))]
+                else:
+                    targets = [node.module or ""]
+            else:
+                continue
+            for t in targets:
+                tp = t.split(".")
+                if tp[0] == "pimrl" and len(tp) >= 2 and ".".join(tp[:2]) != src:
+                    edges.setdefault(src, set()).add(".".join(tp[:2]))
+    return edges
+
+
+def _cycles(edges: dict) -> list:
+    """Strongly connected groups of more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(frozenset(group))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+#: The one cycle left: the generic UPMEM simulator (pimrl.pim) and the DPU runtime
+#: (pimrl.dpurt) use each other until the simulator is split from the RL application.
+KNOWN_CYCLES = {frozenset({"pimrl.pim", "pimrl.dpurt"})}
+
+
+def test_no_new_import_cycle():
+    cycles = set(_cycles(_import_graph()))
+    assert cycles <= KNOWN_CYCLES, [sorted(c) for c in cycles - KNOWN_CYCLES]
+    assert not any("pimrl.cli" in c for c in cycles)
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
