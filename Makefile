@@ -9,7 +9,7 @@ STAMP   = $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,dask]'
 	touch $(STAMP)
 
 ## demo: the main job on a default configuration (a reduced SwiftRL study, plots in out/demo)

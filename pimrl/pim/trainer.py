@@ -59,6 +59,17 @@ def _c_kernel(*args, **kwargs):
 KERNELS = {"numba": RlProgram, "c": _c_kernel}
 
 
+def too_many_dpus(n_dpus: int, hw: Hardware) -> str:
+    """Why ``n_dpus`` do not fit on ``hw``, and what would hold them (never ``hw`` itself)."""
+    from pimrl.pim.hardware import PRESETS
+
+    ranks = -(-(n_dpus + hw.n_faulty_dpus) // hw.dpus_per_rank)     # faulty DPUs stay faulty
+    fits = [name for name, p in PRESETS.items() if p.n_dpus >= n_dpus and name != hw.name]
+    advice = (f"use --hardware {fits[0]}, or --hw n_ranks={ranks} for a bigger what-if" if fits
+              else f"use --hw n_ranks={ranks} (or more) for a bigger what-if")
+    return f"--dpus {n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs ({advice})"
+
+
 class PimTrainer:
     """Train on ``n_dpus`` simulated DPUs: one Q-table per DPU, aggregated on the host.
 
@@ -99,8 +110,7 @@ class PimTrainer:
         check_records(records, n_states, n_actions, p)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
         if self.n_dpus > hw.n_dpus:
-            raise ValueError(f"--dpus {self.n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs "
-                             f"(use --hardware upmem-2560, or --hw n_ranks=N for a bigger what-if)")
+            raise ValueError(too_many_dpus(self.n_dpus, hw))
         if callable(self.kernel):
             factory = self.kernel
         elif self.kernel in KERNELS:
