@@ -57,6 +57,20 @@ def parse_executor(text: str) -> ExecutorSpec:
     return ExecutorSpec(kind, address or None)
 
 
+def add_executor_arguments(p, what: str) -> None:
+    """--executor, --workers and --threads-per-worker (shared by scale and train)."""
+    g = p.add_argument_group("executor")
+    g.add_argument("--executor", default="local", metavar="local|dask[:ADDRESS]",
+                   help=f"where the work runs ({what}): " + "; ".join(
+                       f"{e.name}: {e.description}" for e in EXECUTORS.values())
+                   + " (default local; dask needs pip install 'pimrl[dask]')")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="dask without an address: worker processes of the LocalCluster "
+                   "(default: this machine's cores / --threads-per-worker)")
+    g.add_argument("--threads-per-worker", type=int, default=None, metavar="T",
+                   help="dask: numba threads per worker (default 1)")
+
+
 def require_dask():
     """Import ``distributed`` or say how to install it."""
     try:
@@ -125,7 +139,7 @@ def dask_client(address: str | None = None, workers: int | None = None,
         raise ValueError(f"--workers must be at least 1, got {n}")
     # NUMBA_NUM_THREADS must be set before a worker imports numba: the nanny's environment.
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR,
+                           dashboard_address=":0", silence_logs=logging.ERROR,
                            env={"NUMBA_NUM_THREADS": str(numba_threads),
                                 "OMP_NUM_THREADS": "1"})
     try:

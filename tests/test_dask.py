@@ -119,3 +119,92 @@ def test_unknown_executor_and_unreachable_cluster_are_clear_errors(config, tmp_p
                  "dask:tcp://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert "cannot reach the scheduler" in err and len(err.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- one simulation, many workers
+@pytest.fixture(scope="module")
+def client():
+    from pimrl.cluster import dask_client
+
+    with dask_client(workers=2, numba_threads=1) as c:
+        yield c
+
+
+def test_a_10000_dpu_simulation_on_two_workers_equals_the_local_run(client):
+    import numpy as np
+
+    from pimrl.data import generate_dataset
+    from pimrl.envs import make
+    from pimrl.learners.params import LearnerParams
+    from pimrl.pim.distributed import DaskPlacement
+    from pimrl.pim.hardware import get_hardware
+    from pimrl.pim.trainer import PimTrainer
+
+    env = make("FrozenLake-v1")
+    records = generate_dataset(env, 30_011, 4)         # 3 transitions a DPU, some 4
+    hw = get_hardware("upmem-2560", {"n_ranks": 157})   # 10,048 DPUs, whole ranks
+    params = LearnerParams(algo="sarsa", dtype="int32", sampling="ran", epochs=2, seed=9)
+    kw = dict(n_dpus=10_000, tasklets=2, aggregate="sync:2:weighted", hardware=hw,
+              block_bytes=64, keep_dpu_tables=True)
+    here = PimTrainer(params, **kw).fit(records, env.n_states, env.n_actions)
+    there = PimTrainer(params, placement=DaskPlacement(client), **kw).fit(
+        records, env.n_states, env.n_actions)
+    assert here.q_.tobytes() == there.q_.tobytes()
+    assert here.dpu_tables_.tobytes() == there.dpu_tables_.tobytes()
+    assert np.array_equal(here.counters_, there.counters_)
+    assert here.timings_.modelled_s == there.timings_.modelled_s   # exactly, float for float
+    assert here.timings_.events == there.timings_.events
+    assert here.n_updates_ == there.n_updates_ == 2 * len(records)
+    # The traffic with the workers is measured and kept apart from the modelled PIM time.
+    w = there.worker_transfers_
+    assert w["dpus_per_worker"] == [79 * 64, 78 * 64 - 48] and len(set(w["workers"])) == 2
+    assert w["to_workers_bytes"] >= len(records) * 16 and w["from_workers_bytes"] >= 10_000 * 2 * 64
+    assert w["transfer_measured_s"] > 0 and "worker_transfer" in there.timings_.measured_s
+    assert "worker_transfer" not in there.timings_.modelled_s
+
+
+def test_a_distributed_set_checks_as_the_sdk_does(client):
+    from pimrl.pim.distributed import DistributedDpuSet
+    from pimrl.pim.errors import DpuError
+    from pimrl.pim.hardware import get_hardware
+    from pimrl.pim.rlprogram import RlProgram
+    from pimrl.pim.system import Machine, dpu_alloc
+
+    hw = get_hardware("upmem-640")
+    here, there = dpu_alloc(130, machine=Machine(hw)), DistributedDpuSet(client, 130, hw)
+    assert there.nr_dpus == here.nr_dpus == 130 and there.nr_ranks == here.nr_ranks == 3
+    assert there.shard_dpus == [128, 2]                 # whole ranks: 2 on one worker, 1 on the other
+    messages = []
+    for s in (here, there):
+        with pytest.raises(DpuError) as exc:
+            s.gather_from("q_table", 0, 8)
+        messages.append(str(exc.value))
+        s.load(RlProgram(4, 2, 2, "q", "fp32", "seq", 64, hw))
+        for args in (("nosuch", 0, 8), ("q_table", 2, 8), ("q_table", 0, 64)):
+            with pytest.raises(DpuError) as exc:
+                s.gather_from(*args)
+            messages.append(str(exc.value))
+        with pytest.raises(DpuError) as exc:       # params all zero: algo q, but stride 0
+            s.launch()
+        messages.append(str(exc.value))
+    half = len(messages) // 2
+    assert messages[:half] == messages[half:]
+    assert "NO_PROGRAM_LOADED" in messages[0] and "UNKNOWN_SYMBOL" in messages[1]
+    assert "DPU 0 tasklet 0: bad parameters" in messages[-1]
+    there.free()
+
+
+def test_train_on_dask_prints_the_local_tables(tmp_path, capsys):
+    args = ["train", "--env", "Taxi-v3", "--transitions", "4000", "--backend", "pim",
+            "--dpus", "64,130", "--hardware", "upmem-640", "--tasklets", "4", "--epochs", "2",
+            "--aggregate", "sync:2", "--json"]
+    assert main(args) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main(args + ["--executor", "dask", "--workers", "2"]) == 0
+    dist = json.loads(capsys.readouterr().out)
+    for a, b in zip(local["runs"], dist["runs"]):
+        assert a["modelled_s"] == b["modelled_s"] and a["evaluation"] == b["evaluation"]
+        assert b["worker_transfers"]["to_workers_bytes"] > 0 and "worker_transfers" not in a
+    assert local["evaluation"] == dist["evaluation"] and local["scaling"] == dist["scaling"]
+    assert main(["train", "--env", "Taxi-v3", "--transitions", "100", "--executor", "dask"]) == 2
+    assert "only applies to --backend pim" in capsys.readouterr().err

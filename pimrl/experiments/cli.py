@@ -86,22 +86,6 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def add_executor_arguments(p, what: str) -> None:
-    """--executor, --workers and --threads-per-worker (shared by scale and train)."""
-    from pimrl.cluster import EXECUTORS
-
-    g = p.add_argument_group("executor")
-    g.add_argument("--executor", default="local", metavar="local|dask[:ADDRESS]",
-                   help=f"where the work runs ({what}): " + "; ".join(
-                       f"{e.name}: {e.description}" for e in EXECUTORS.values())
-                   + " (default local; dask needs pip install 'pimrl[dask]')")
-    g.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="dask without an address: worker processes of the LocalCluster "
-                   "(default: this machine's cores / --threads-per-worker)")
-    g.add_argument("--threads-per-worker", type=int, default=None, metavar="T",
-                   help="dask: numba threads per worker (default 1)")
-
-
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "scale", help="run a study's strong/weak scaling sweeps (PIM, CPU and GPU baselines)",
@@ -114,6 +98,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="results directory")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from pimrl.cluster import add_executor_arguments
+
     add_executor_arguments(p, "each row a task")
     p.set_defaults(func=_cmd_scale)
 

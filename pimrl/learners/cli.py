@@ -58,6 +58,9 @@ def register(subparsers) -> None:
     g.add_argument("--kernel", choices=("numba", "c"), default="numba",
                    help="DPU program: the simulator's numba kernel, or the UPMEM C kernel of "
                    "kernels/ run by the DPU runtime (needs a C compiler; slower)")
+    from pimrl.cluster import add_executor_arguments
+
+    add_executor_arguments(p, "--backend pim: the DPU set's whole ranks spread over the workers")
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
@@ -109,12 +112,12 @@ def _dpu_counts(text: str):
     return counts
 
 
-def run_pim(records, env, params, args, n_dpus, hw):
+def run_pim(records, env, params, args, n_dpus, hw, placement=None):
     from pimrl.pim.trainer import PimTrainer
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
-                         block_bytes=args.block_bytes, kernel=args.kernel)
+                         block_bytes=args.block_bytes, kernel=args.kernel, placement=placement)
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -130,7 +133,8 @@ def run_train(args: argparse.Namespace) -> int:
         check_destination(args.save_q)
     if args.backend == "reference":
         given = [f for f, default in (("--hw", []), ("--dpus", "64"), ("--kernel", "numba"),
-                                      ("--aggregate", "mean"), ("--partition", "contiguous"))
+                                      ("--aggregate", "mean"), ("--partition", "contiguous"),
+                                      ("--executor", "local"))
                  if getattr(args, f[2:].replace("-", "_")) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
@@ -151,14 +155,21 @@ def run_train(args: argparse.Namespace) -> int:
             raise UserError(str(exc)) from None
         counts = _dpu_counts(args.dpus)
         runs = []
-        for n in counts:
-            if len(counts) > 1 and not args.json:
-                print(f"simulating {n} DPUs ...", file=sys.stderr)
-            tr = run_pim(records, env, params, args, n, hw)
+        from pimrl.pim.distributed import placement_for
+
+        with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
+            trained = []
+            for n in counts:
+                if len(counts) > 1 and not args.json:
+                    print(f"simulating {n} DPUs ...", file=sys.stderr)
+                trained.append(run_pim(records, env, params, args, n, hw, placement))
+        for n, tr in zip(counts, trained):
             run = {"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
                    "kernel": args.kernel, "hardware": hw.name, **tr.timings_.as_dict(),
                    "saturations": tr.saturations_, "n_updates": tr.n_updates_,
                    "max_partition": int(np.diff(tr.bounds_).max())}
+            if hasattr(tr, "worker_transfers_"):
+                run["worker_transfers"] = tr.worker_transfers_
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 
@@ -252,6 +263,14 @@ def print_report(out, params):
             print(f"  {'total':<14}{_ms(r['modelled_total_s'])}   modelled")
             print(f"  {'host aggregation':<14}{_ms(r['measured_s']['host_aggregation'])}   measured (this machine)")
             print(f"  {'simulation':<14}{_ms(r['measured_s']['simulation_wall'])}   measured (simulator wall clock)")
+            if "worker_transfers" in r:
+                w = r["worker_transfers"]
+                print(f"  {'worker traffic':<14}{_ms(w['transfer_measured_s'])}   measured: "
+                      f"{(w['to_workers_bytes'] + w['from_workers_bytes']) / 1e6:.1f} MB between "
+                      f"this process and {len(w['workers'])} Dask workers (not a PIM time)")
+                print(f"  {'worker launches':<14}{_ms(w['launch_measured_s'])}   measured: the "
+                      f"workers' simulation of the launches (DPUs per worker: "
+                      f"{', '.join(map(str, w['dpus_per_worker']))})")
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
             print("\nModelled strong scaling (total time, against the first DPU count), with the "
