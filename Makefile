@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
 	$(PY) benchmarks/bench_simulator.py
 	$(PY) benchmarks/bench_baselines.py --n 200000 --epochs 2
+	$(PY) benchmarks/bench_dask.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

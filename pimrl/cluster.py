@@ -68,7 +68,8 @@ def add_executor_arguments(p, what: str) -> None:
                    help="dask without an address: worker processes of the LocalCluster "
                    "(default: this machine's cores / --threads-per-worker)")
     g.add_argument("--threads-per-worker", type=int, default=None, metavar="T",
-                   help="dask: numba threads per worker (default 1)")
+                   help="dask: numba threads per worker (default: 1 on a LocalCluster; on a "
+                   "joined cluster, each worker's NUMBA_NUM_THREADS)")
 
 
 def require_dask():
@@ -114,19 +115,20 @@ def _default_workers(numba_threads: int) -> int:
 
 @contextlib.contextmanager
 def dask_client(address: str | None = None, workers: int | None = None,
-                numba_threads: int = 1):
+                numba_threads: int | None = None, connect_timeout_s: float = 5.0):
     """A ``distributed.Client``: on a new ``LocalCluster`` of ``workers`` processes (each one
-    task at a time, ``numba_threads`` numba threads), or on the scheduler at ``address``."""
+    task at a time, ``numba_threads`` numba threads, default 1), or on the scheduler at
+    ``address`` (whose workers' numba threads are theirs unless tasks are told otherwise)."""
     require_dask()
     import logging
 
     from distributed import Client, LocalCluster
 
-    if numba_threads < 1:
+    if numba_threads is not None and numba_threads < 1:
         raise ValueError(f"--threads-per-worker must be at least 1, got {numba_threads}")
     if address:
         try:
-            client = Client(address, timeout="5s")
+            client = Client(address, timeout=f"{connect_timeout_s}s")
         except (OSError, TimeoutError) as exc:
             raise ValueError(f"dask:{address}: cannot reach the scheduler ({exc})") from None
         try:
@@ -134,7 +136,8 @@ def dask_client(address: str | None = None, workers: int | None = None,
         finally:
             client.close()
         return
-    n = workers or _default_workers(numba_threads)
+    numba_threads = numba_threads or 1
+    n = _default_workers(numba_threads) if workers is None else workers
     if n < 1:
         raise ValueError(f"--workers must be at least 1, got {n}")
     # NUMBA_NUM_THREADS must be set before a worker imports numba: the nanny's environment.

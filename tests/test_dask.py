@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -99,11 +100,14 @@ def test_killing_a_worker_loses_no_row_and_duplicates_none(config, local_rows, t
         def kill_one(row, report):
             if killed:
                 return
-            busy = [a for a, keys in ex.client.processing().items() if keys]
-            target = (busy or sorted(ex.client.scheduler_info()["workers"]))[0]
-            pid = ex.client.run(os.getpid, workers=[target])[target]
+            # A worker in the middle of a task: its task is lost and must run elsewhere.
+            deadline = time.monotonic() + 10
+            while not (busy := [a for a, keys in ex.client.processing().items() if keys]):
+                assert time.monotonic() < deadline, "no worker ever busy"
+                time.sleep(0.01)
+            pid = ex.client.run(os.getpid, workers=[busy[0]])[busy[0]]
             os.kill(pid, signal.SIGKILL)
-            killed.append((target, pid, bool(busy)))
+            killed.append(busy[0])
 
         report = run_scale(config, out, progress=False, executor=ex, on_row=kill_one)
     assert killed and report.computed_rows == N_ROWS and not report.failed_rows
@@ -113,12 +117,15 @@ def test_killing_a_worker_loses_no_row_and_duplicates_none(config, local_rows, t
 
 
 def test_unknown_executor_and_unreachable_cluster_are_clear_errors(config, tmp_path, capsys):
+    from pimrl.cluster import dask_client
+
     assert main(["scale", str(config), "--out", str(tmp_path / "a"), "--executor", "spark"]) == 2
     assert "unknown executor" in capsys.readouterr().err
-    assert main(["scale", str(config), "--out", str(tmp_path / "b"), "--executor",
-                 "dask:tcp://127.0.0.1:9"]) == 2
-    err = capsys.readouterr().err
-    assert "cannot reach the scheduler" in err and len(err.strip().splitlines()) == 1
+    assert main(["scale", str(config), "--out", str(tmp_path / "a"), "--executor", "dask:"]) == 2
+    assert "give the scheduler's address" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"dask:tcp://127.0.0.1:9: cannot reach the scheduler"):
+        with dask_client("tcp://127.0.0.1:9", connect_timeout_s=1):
+            pass
 
 
 # ---------------------------------------------------------------- one simulation, many workers
@@ -194,17 +201,40 @@ def test_a_distributed_set_checks_as_the_sdk_does(client):
     there.free()
 
 
-def test_train_on_dask_prints_the_local_tables(tmp_path, capsys):
+def test_train_on_dask_prints_the_local_tables(client, capsys):
+    """pimrl train on the workers of a running cluster (dask:ADDRESS); the LocalCluster path
+    of --executor dask is the sweep's, tested above."""
     args = ["train", "--env", "Taxi-v3", "--transitions", "4000", "--backend", "pim",
             "--dpus", "64,130", "--hardware", "upmem-640", "--tasklets", "4", "--epochs", "2",
             "--aggregate", "sync:2", "--json"]
     assert main(args) == 0
     local = json.loads(capsys.readouterr().out)
-    assert main(args + ["--executor", "dask", "--workers", "2"]) == 0
+    assert main(args + ["--executor", f"dask:{client.scheduler.address}",
+                        "--threads-per-worker", "1"]) == 0
     dist = json.loads(capsys.readouterr().out)
     for a, b in zip(local["runs"], dist["runs"]):
         assert a["modelled_s"] == b["modelled_s"] and a["evaluation"] == b["evaluation"]
         assert b["worker_transfers"]["to_workers_bytes"] > 0 and "worker_transfers" not in a
+    assert [r["worker_transfers"]["dpus_per_worker"] for r in dist["runs"]] == [[64], [128, 2]]
     assert local["evaluation"] == dist["evaluation"] and local["scaling"] == dist["scaling"]
     assert main(["train", "--env", "Taxi-v3", "--transitions", "100", "--executor", "dask"]) == 2
     assert "only applies to --backend pim" in capsys.readouterr().err
+
+
+def test_joining_a_running_cluster(client, config, local_rows, tmp_path, capsys):
+    """dask:ADDRESS joins the scheduler at ADDRESS (here: the fixture's LocalCluster)."""
+    address = client.scheduler.address
+    small = tmp_path / "small.toml"
+    small.write_text(CONFIG.split("[[sweep]]\nname = \"weak\"")[0].replace(
+        '"FrozenLake-v1", "CliffWalking-v1"', '"FrozenLake-v1"'))
+    out = tmp_path / "joined"
+    assert main(["scale", str(small), "--out", str(out), "--executor", f"dask:{address}",
+                 "--no-progress"]) == 0
+    rows = read_results(out / "results.csv")
+    _same(rows, [r for r in local_rows if r["row_key"] in {x["row_key"] for x in rows}])
+    session = json.loads((out / "meta.json").read_text())["sessions"][-1]
+    assert session["cluster"]["scheduler"] == address and session["cluster"]["n_workers"] == 2
+    assert {r["worker"] for r in rows} <= set(client.scheduler_info()["workers"])
+    assert main(["scale", str(small), "--out", str(tmp_path / "x"), "--executor",
+                 f"dask:{address}", "--workers", "3"]) == 2
+    assert "a joined cluster has its own workers" in capsys.readouterr().err

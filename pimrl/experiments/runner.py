@@ -540,7 +540,10 @@ class DaskTasks:
     name = "dask"
 
     def __init__(self, address: str | None = None, workers: int | None = None,
-                 numba_threads: int = 1):
+                 numba_threads: int | None = None):
+        # A LocalCluster's workers get 1 numba thread unless told; a joined cluster's keep theirs.
+        if address is None and numba_threads is None:
+            numba_threads = 1
         self.address, self.workers, self.numba_threads = address, workers, numba_threads
         self.futures = {}
         self._ctx = None
@@ -567,9 +570,10 @@ class DaskTasks:
         return describe_cluster(self.client, self.numba_threads)
 
     def max_threads(self) -> int:
-        from pimrl.cluster import _set_numba_threads
+        from pimrl.cluster import worker_facts
 
-        return min(self.client.run(_set_numba_threads, self.numba_threads).values())
+        facts = self.client.run(worker_facts, self.numba_threads).values()
+        return min(f["numba_threads"] for f in facts)
 
     def gpu_status(self) -> tuple[bool, str]:
         from pimrl.baselines.gpu import gpu_status
@@ -624,7 +628,9 @@ def make_executor(spec="local", workers: int | None = None, numba_threads: int |
         if workers not in (None, 1) or numba_threads is not None:
             raise ValueError("--workers and --threads-per-worker apply to --executor dask")
         return LocalTasks()
-    return DaskTasks(s.address, workers, numba_threads or 1)
+    if s.address and workers is not None:
+        raise ValueError("--workers sizes a LocalCluster; a joined cluster has its own workers")
+    return DaskTasks(s.address, workers, numba_threads)
 
 
 # ----------------------------------------------------------------------------- the sweep

@@ -38,14 +38,15 @@ class RankShard:
     their DPU slots, as the host chose them. Local slot ``i`` is global slot ``first_slot + i``.
     """
 
-    def __init__(self, hw: Hardware, ranks, enabled, first_slot: int, numba_threads: int = 1):
+    def __init__(self, hw: Hardware, ranks, enabled, first_slot: int,
+                 numba_threads: int | None = None):
         machine = Machine(hw)
         ranks = np.asarray(ranks, dtype=np.int64)
         machine.rank_free[ranks] = False
         self.alloc = Allocation(machine, ranks, np.asarray(enabled, dtype=bool))
         self.set = DpuSet(self.alloc, np.flatnonzero(self.alloc.enabled), "all")
         self.first_slot = int(first_slot)
-        self.numba_threads = int(numba_threads)
+        self.numba_threads = numba_threads        # None: the worker's own
 
     def facts(self) -> dict:
         from pimrl.cluster import worker_facts
@@ -71,7 +72,8 @@ class RankShard:
         global slot numbers)."""
         from pimrl.cluster import _set_numba_threads
 
-        _set_numba_threads(self.numba_threads)
+        if self.numba_threads:
+            _set_numba_threads(self.numba_threads)
         program = self.set.program()
         result = program.launch(self.alloc, self.set.slots)
         faults = [(self.first_slot + int(s), t, why) for s, t, why in result.faults]
@@ -106,7 +108,8 @@ class DistributedDpuSet(DpuSet):
     and wall time of the data moved between this process and the workers.
     """
 
-    def __init__(self, client, nr_dpus: int, hw: Hardware, workers=None, numba_threads: int = 1):
+    def __init__(self, client, nr_dpus: int, hw: Hardware, workers=None,
+                 numba_threads: int | None = None):
         machine = Machine(hw)
         ranks, enabled = choose_ranks(machine, nr_dpus)
         machine.rank_free[ranks] = False
@@ -257,7 +260,7 @@ class DaskPlacement:
 
     name = "dask"
 
-    def __init__(self, client, numba_threads: int = 1):
+    def __init__(self, client, numba_threads: int | None = None):
         self.client, self.numba_threads = client, numba_threads
         self.last = None
 
@@ -279,5 +282,9 @@ def placement_for(executor: str = "local", workers: int | None = None,
             raise ValueError("--workers and --threads-per-worker apply to --executor dask")
         yield None
         return
-    with dask_client(spec.address, workers, numba_threads or 1) as client:
-        yield DaskPlacement(client, numba_threads or 1)
+    if spec.address and workers is not None:
+        raise ValueError("--workers sizes a LocalCluster; a joined cluster has its own workers")
+    if spec.address is None and numba_threads is None:
+        numba_threads = 1
+    with dask_client(spec.address, workers, numba_threads) as client:
+        yield DaskPlacement(client, numba_threads)
