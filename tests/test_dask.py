@@ -72,8 +72,12 @@ def test_dask_sweep_equals_local(config, local_rows, tmp_path, capsys):
     out = tmp_path / "dask"
     assert main(["scale", str(config), "--out", str(out), "--executor", "dask", "--workers", "2",
                  "--threads-per-worker", "1", "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
     assert report["executor"] == "dask" and report["computed_rows"] == N_ROWS
+    # The progress bar shows the cluster's work.
+    assert f"{N_ROWS}/{N_ROWS}" in captured.err and "2 workers, " in captured.err
+    assert " busy, " in captured.err and " queued |" in captured.err
     rows = read_results(out / "results.csv")
     _same(rows, local_rows)
     assert all(r["worker"] == "local" for r in local_rows)
