@@ -72,6 +72,21 @@ def add_executor_arguments(p, what: str) -> None:
                    "joined cluster, each worker's NUMBA_NUM_THREADS)")
 
 
+def check_sizes(spec: ExecutorSpec, workers: int | None, numba_threads: int | None) -> None:
+    """--workers / --threads-per-worker against the executor, before anything starts."""
+    if spec.kind == "local":
+        if workers is not None or numba_threads is not None:
+            raise ValueError("--workers and --threads-per-worker apply to --executor dask")
+        return
+    if spec.address and workers is not None:
+        raise ValueError("--workers sizes a LocalCluster; a joined cluster has its own workers")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    if numba_threads is not None and numba_threads < 1:
+        raise ValueError(f"--threads-per-worker must be at least 1, got {numba_threads}")
+    require_dask()
+
+
 def require_dask():
     """Import ``distributed`` or say how to install it."""
     try:

@@ -621,15 +621,12 @@ class DaskTasks:
 
 def make_executor(spec="local", workers: int | None = None, numba_threads: int | None = None):
     """The executor named by ``spec`` (``local`` | ``dask`` | ``dask:ADDRESS``)."""
-    from pimrl.cluster import parse_executor
+    from pimrl.cluster import check_sizes, parse_executor
 
     s = parse_executor(spec)
+    check_sizes(s, workers, numba_threads)
     if s.kind == "local":
-        if workers not in (None, 1) or numba_threads is not None:
-            raise ValueError("--workers and --threads-per-worker apply to --executor dask")
         return LocalTasks()
-    if s.address and workers is not None:
-        raise ValueError("--workers sizes a LocalCluster; a joined cluster has its own workers")
     return DaskTasks(s.address, workers, numba_threads)
 
 

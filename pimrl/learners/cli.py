@@ -134,7 +134,8 @@ def run_train(args: argparse.Namespace) -> int:
     if args.backend == "reference":
         given = [f for f, default in (("--hw", []), ("--dpus", "64"), ("--kernel", "numba"),
                                       ("--aggregate", "mean"), ("--partition", "contiguous"),
-                                      ("--executor", "local"))
+                                      ("--executor", "local"), ("--workers", None),
+                                      ("--threads-per-worker", None))
                  if getattr(args, f[2:].replace("-", "_")) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")

@@ -274,16 +274,13 @@ def placement_for(executor: str = "local", workers: int | None = None,
                   numba_threads: int | None = None):
     """``None`` (DPU sets in this process) for ``local``; a :class:`DaskPlacement` on a
     LocalCluster or the cluster at the address for ``dask[:ADDRESS]``."""
-    from pimrl.cluster import dask_client, parse_executor
+    from pimrl.cluster import check_sizes, dask_client, parse_executor
 
     spec = parse_executor(executor)
+    check_sizes(spec, workers, numba_threads)
     if spec.kind == "local":
-        if workers is not None or numba_threads is not None:
-            raise ValueError("--workers and --threads-per-worker apply to --executor dask")
         yield None
         return
-    if spec.address and workers is not None:
-        raise ValueError("--workers sizes a LocalCluster; a joined cluster has its own workers")
     if spec.address is None and numba_threads is None:
         numba_threads = 1
     with dask_client(spec.address, workers, numba_threads) as client:
