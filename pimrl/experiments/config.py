@@ -108,7 +108,8 @@ def _check_types(table: dict, types: dict, where: str, prefix: str):
     """A one-line ConfigError naming the key and value of the first ill-typed entry."""
     for key, kind in types.items():
         if key in table and not _type_ok(table[key], kind):
-            raise ConfigError(f"{where}: {prefix}{key} = {table[key]!r}: must be a {kind}")
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ConfigError(f"{where}: {prefix}{key} = {table[key]!r}: must be {article} {kind}")
 
 
 def _as_list(value, name, where):
