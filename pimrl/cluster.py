@@ -118,7 +118,10 @@ def worker_facts(numba_threads: int | None = None) -> dict:
         address, name = w.address, str(w.name)
     except (ImportError, ValueError):
         pass
+    import pimrl
+
     return {"address": address, "name": name, "host": socket.gethostname(), "pid": os.getpid(),
+            "pimrl": pimrl.__version__,
             "numba_threads": int(numba.get_num_threads()),
             "numba_max_threads": int(numba.config.NUMBA_NUM_THREADS)}
 
@@ -173,8 +176,20 @@ def dask_client(address: str | None = None, workers: int | None = None,
 def describe_cluster(client, numba_threads: int | None = None) -> dict:
     """What meta.json records of a cluster: scheduler, and per worker its address, host,
     pid, Dask threads and numba threads."""
+    import pimrl
+
     info = client.scheduler_info()
-    facts = client.run(worker_facts, numba_threads)
+    try:
+        facts = client.run(worker_facts, numba_threads)
+    except Exception as exc:          # e.g. a worker without pimrl cannot load worker_facts
+        raise ValueError(f"the workers of {info.get('address')} cannot run pimrl "
+                         f"({type(exc).__name__}: {exc}); install pimrl {pimrl.__version__} "
+                         f"on every worker") from None
+    other = {a: f["pimrl"] for a, f in facts.items() if f["pimrl"] != pimrl.__version__}
+    if other:
+        addr, version = sorted(other.items())[0]
+        raise ValueError(f"worker {addr} runs pimrl {version}, this process pimrl "
+                         f"{pimrl.__version__}: install the same pimrl on every worker")
     workers = []
     for addr, w in sorted(info.get("workers", {}).items()):
         f = facts.get(addr, {})

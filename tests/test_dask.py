@@ -242,3 +242,24 @@ def test_joining_a_running_cluster(client, config, local_rows, tmp_path, capsys)
     assert main(["scale", str(small), "--out", str(tmp_path / "x"), "--executor",
                  f"dask:{address}", "--workers", "3"]) == 2
     assert "a joined cluster has its own workers" in capsys.readouterr().err
+
+
+def _set_pimrl_version(version):
+    import pimrl
+
+    old, pimrl.__version__ = pimrl.__version__, version
+    return old
+
+
+def test_workers_with_another_pimrl_are_refused(client, config, tmp_path, capsys):
+    import pimrl
+
+    client.run(_set_pimrl_version, "0.0.0-other")
+    try:
+        assert main(["scale", str(config), "--out", str(tmp_path / "o"), "--executor",
+                     f"dask:{client.scheduler.address}"]) == 2
+        err = capsys.readouterr().err
+        assert f"runs pimrl 0.0.0-other, this process pimrl {pimrl.__version__}" in err
+        assert not (tmp_path / "o" / "results.csv").exists()
+    finally:
+        client.run(_set_pimrl_version, pimrl.__version__)

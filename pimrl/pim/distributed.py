@@ -261,7 +261,10 @@ class DaskPlacement:
     name = "dask"
 
     def __init__(self, client, numba_threads: int | None = None):
+        from pimrl.cluster import describe_cluster
+
         self.client, self.numba_threads = client, numba_threads
+        self.cluster = describe_cluster(client, numba_threads)   # checks the workers' pimrl
         self.last = None
 
     def __call__(self, nr_dpus: int, hw: Hardware) -> DistributedDpuSet:
