@@ -424,3 +424,16 @@ def test_a_failing_row_is_recorded_and_the_others_kept(tmp_path, capsys):
     session = json.loads((out / "meta.json").read_text())["sessions"][-1]
     assert session["status"] == "failed" and len(session["failed_rows"]) == 1
     assert "cannot feed 2000 DPUs" in session["failed_rows"][0]["error"]
+
+
+def test_a_stopped_sweep_leaves_no_task_behind_in_its_executor(tmp_path):
+    from pimrl.experiments.runner import LocalTasks
+
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    ex = LocalTasks()
+    with pytest.raises(SweepInterrupted):
+        run_scale(cfg, tmp_path / "a", progress=False, executor=ex, stop_after=1)
+    assert ex.queue == []
+    rep = run_scale(cfg, tmp_path / "b", progress=False, executor=ex)   # reused: only its rows
+    assert rep.computed_rows == rep.pim_runs == 3

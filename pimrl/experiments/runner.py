@@ -496,6 +496,10 @@ class LocalTasks:
         return self
 
     def __exit__(self, *exc):
+        self.cancel()
+
+    def cancel(self):
+        """Forget the tasks not yet run (a sweep that stops early leaves none behind)."""
         self.queue.clear()
 
     def describe(self) -> dict:
@@ -558,11 +562,17 @@ class DaskTasks:
 
     def __exit__(self, *exc):
         try:
+            self.cancel()
+        finally:
+            self._ctx.__exit__(*exc)
+
+    def cancel(self):
+        """Cancel the tasks not yet collected (a sweep that stops early leaves none behind)."""
+        try:
             if self.futures:
                 self.client.cancel(list(self.futures))
         finally:
             self.futures.clear()
-            self._ctx.__exit__(*exc)
 
     def describe(self) -> dict:
         from pimrl.cluster import describe_cluster
@@ -906,6 +916,7 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
         save_meta("failed", error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
+        ex.cancel()
         bar.close()
     if not csv_path.exists():
         write_csv_atomic(csv_path, [rows[x] for x in keys if x in rows])
