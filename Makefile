@@ -9,7 +9,7 @@ STAMP   = $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,dask]'
 	touch $(STAMP)
 
 ## demo: the main job on a default configuration (a reduced SwiftRL study, plots in out/demo)
@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_simulator.py
 	$(PY) benchmarks/bench_baselines.py --n 200000 --epochs 2
 	$(PY) benchmarks/bench_shim.py
+	$(PY) benchmarks/bench_dask.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -262,3 +262,182 @@ def test_turning_the_cpu_baseline_on_fills_it_on_resume(tiny, tmp_path):
     assert rep.computed_rows == N_ROWS and rep.cpu_runs > 0
     assert all(r["cpu_1t_measured_s"] != "" for r in _rows(out))
     assert run_scale(tiny, out, progress=False).computed_rows == 0
+
+
+# ---------------------------------------------------------------- bad input (issue: the house)
+SMALL = """
+[study]
+name = "small"
+seed = 1
+
+[learner]
+epochs = 2
+
+[[sweep]]
+name = "strong"
+envs = ["FrozenLake-v1"]
+transitions = 1200
+dpus = [1, 2, 4]
+variants = ["q-fp32-seq"]
+tasklets = [2]
+"""
+
+
+@pytest.mark.parametrize("edit,key,value", [
+    (("epochs = 2", 'alpha = "fast"'), "alpha", "'fast'"),
+    (("epochs = 2", 'epochs = "8"'), "epochs", "'8'"),
+    (('variants = ["q-fp32-seq"]', "variants = 5"), "variants", "5"),
+    (("tasklets = [2]", 'tasklets = [2]\nstride = 1.5'), "stride", "1.5"),
+    (("seed = 1", "seed = 1\n[baselines]\ncpu = \"yes\""), "cpu", "'yes'"),
+    (("seed = 1", "seed = 1\n[baselines]\ncpu_threads = 0"), "cpu_threads", "0"),
+])
+def test_wrongly_typed_values_are_one_line_errors(tmp_path, capsys, edit, key, value):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL.replace(*edit))
+    assert main(["scale", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert str(bad) in err and f"{key} = {value}" in err
+
+
+def test_dpus_beyond_the_preset_get_advice_that_helps(tmp_path, capsys):
+    cfg = tmp_path / "big.toml"
+    cfg.write_text(SMALL.replace("seed = 1", 'seed = 1\nhardware = "upmem-2560"')
+                   .replace("dpus = [1, 2, 4]", "dpus = [3000]"))
+    assert main(["scale", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "dpus 3000" in err and "upmem-2560 has 2560 functional DPUs" in err
+    assert 'use study.hardware = "upmem-2560"' not in err and "--hardware upmem-2560" not in err
+    assert not (tmp_path / "o" / "results.csv").exists()
+    from pimrl.learners.params import LearnerParams
+    from pimrl.pim.trainer import PimTrainer
+    from pimrl.envs import make
+    from pimrl.data import generate_dataset
+
+    env = make("FrozenLake-v1")
+    recs = generate_dataset(env, 3000, 0)
+    with pytest.raises(ValueError) as exc:
+        PimTrainer(LearnerParams(), n_dpus=3000, hardware="upmem-2560").fit(recs, env.n_states, env.n_actions)
+    assert "--hardware upmem-2560" not in str(exc.value) and "n_ranks=47" in str(exc.value)
+    with pytest.raises(ValueError, match="use --hardware upmem-2560"):
+        PimTrainer(LearnerParams(), n_dpus=2558, hardware="upmem-2556").fit(recs, env.n_states, env.n_actions)
+
+
+def test_two_sweeps_into_one_folder_one_is_refused(tmp_path, capsys):
+    import threading
+
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    out = tmp_path / "o"
+    inside, release = threading.Event(), threading.Event()
+    first = {}
+
+    def hold(row, report):
+        inside.set()
+        assert release.wait(60)
+
+    def run_first():
+        first["report"] = run_scale(cfg, out, progress=False, on_row=hold)
+
+    t = threading.Thread(target=run_first)
+    t.start()
+    try:
+        assert inside.wait(120)
+        assert main(["scale", str(cfg), "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert "another pimrl scale is writing here" in err and f"pid {__import__('os').getpid()}" in err
+    finally:
+        release.set()
+        t.join()
+    assert first["report"].computed_rows == 3
+    # The refused run wrote nothing; the next one resumes and both sessions are in meta.json.
+    assert main(["scale", str(cfg), "--out", str(out), "--no-progress"]) == 0
+    assert "0 computed, 3 resumed" in capsys.readouterr().out
+    sessions = json.loads((out / "meta.json").read_text())["sessions"]
+    assert [s["status"] for s in sessions] == ["complete", "complete"]
+    assert [s["rows_computed"] for s in sessions] == [3, 0]
+
+
+def _rewrite(path, edit_rows):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    edit_rows(rows)
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+
+
+def test_corrupted_rows_are_not_resumed(tmp_path, capsys):
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    clean, out = tmp_path / "clean", tmp_path / "o"
+    run_scale(cfg, clean, progress=False)
+    run_scale(cfg, out, progress=False)
+    col = {c: i for i, c in enumerate(COLUMNS)}
+
+    def corrupt(rows):
+        rows[1][col["success_rate"]] = "nan"
+        rows[2][col["pim_kernel_modelled_s"]] = "-1"
+        rows[3][col["pim_updates"]] = "abc"
+
+    _rewrite(out / "results.csv", corrupt)
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "line 2: success_rate = 'nan'" in err and len(err.strip().splitlines()) == 1
+    rep = run_scale(cfg, out, progress=False)
+    err = capsys.readouterr().err
+    assert rep.invalid_rows == 3 and rep.computed_rows == 3 and rep.reused_rows == 0
+    for text in ("line 2: success_rate = 'nan'", "line 3: pim_kernel_modelled_s = '-1'",
+                 "line 4: pim_updates = 'abc'"):
+        assert text in err, text
+    assert len(read_results(out / "results.invalid.csv")) == 3
+    for a, b in zip(_rows(out), _rows(clean)):
+        assert {c: a[c] for c in DETERMINISTIC} == {c: b[c] for c in DETERMINISTIC}
+
+
+def test_truncated_results_are_named_not_dropped(tmp_path, capsys):
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    out = tmp_path / "o"
+    run_scale(cfg, out, progress=False)
+    text = (out / "results.csv").read_text()
+    (out / "results.csv").write_text(text[: len(text) - len(text.splitlines()[-1]) // 2 - 1] + "\n")
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "results.csv line 4: truncated" in err
+    rep = run_scale(cfg, out, progress=False)
+    assert rep.invalid_rows == 1 and rep.computed_rows == 1 and rep.reused_rows == 2
+    # A file cut at a line boundary: the plot says what is missing.
+    lines = (out / "results.csv").read_text().splitlines()
+    (out / "results.csv").write_text("\n".join(lines[:-1]) + "\n")
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 0
+    assert "holds 2 of the 3 rows" in capsys.readouterr().err
+
+
+def test_a_failing_row_is_recorded_and_the_others_kept(tmp_path, capsys):
+    cfg = tmp_path / "fail.toml"
+    # 1,200 transitions cannot feed 2,000 DPUs: that row fails on its own.
+    cfg.write_text(SMALL.replace("dpus = [1, 2, 4]", "dpus = [1, 2000, 4]"))
+    out = tmp_path / "o"
+    assert main(["scale", str(cfg), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "1 row(s) failed" in err and "cannot feed 2000 DPUs" in err
+    assert sorted(int(r["n_dpus"]) for r in _rows(out)) == [1, 4]
+    session = json.loads((out / "meta.json").read_text())["sessions"][-1]
+    assert session["status"] == "failed" and len(session["failed_rows"]) == 1
+    assert "cannot feed 2000 DPUs" in session["failed_rows"][0]["error"]
+
+
+def test_a_stopped_sweep_leaves_no_task_behind_in_its_executor(tmp_path):
+    from pimrl.experiments.runner import LocalTasks
+
+    cfg = tmp_path / "small.toml"
+    cfg.write_text(SMALL)
+    ex = LocalTasks()
+    with pytest.raises(SweepInterrupted):
+        run_scale(cfg, tmp_path / "a", progress=False, executor=ex, stop_after=1)
+    assert ex.queue == []
+    rep = run_scale(cfg, tmp_path / "b", progress=False, executor=ex)   # reused: only its rows
+    assert rep.computed_rows == rep.pim_runs == 3

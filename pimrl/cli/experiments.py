@@ -12,7 +12,8 @@ from pimrl.resources import EXPERIMENTS
 DEMO_CONFIG = EXPERIMENTS / "demo.toml"
 
 
-def _scale(config, out, as_json: bool, progress: bool = True) -> int:
+def _scale(config, out, as_json: bool, progress: bool = True, executor: str = "local",
+           workers: int | None = None, threads_per_worker: int | None = None) -> int:
     from pimrl.cli import UserError
     from pimrl.experiments.config import ConfigError
     from pimrl.experiments.runner import SweepInterrupted, run_scale
@@ -20,7 +21,8 @@ def _scale(config, out, as_json: bool, progress: bool = True) -> int:
     if not Path(config).exists():
         raise UserError(f"{config}: no such config file")
     try:
-        report = run_scale(config, out, progress=progress)
+        report = run_scale(config, out, progress=progress, executor=executor, workers=workers,
+                           threads_per_worker=threads_per_worker)
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     except (SweepInterrupted, KeyboardInterrupt) as exc:
@@ -32,14 +34,21 @@ def _scale(config, out, as_json: bool, progress: bool = True) -> int:
         print(json.dumps(report.as_dict(), indent=2))
     else:
         print(f"{report.total_rows} rows in {report.files['results']} ({report.computed_rows} "
-              f"computed, {report.reused_rows} resumed) in {report.wall_s:.1f} s; "
-              f"meta: {report.files['meta']}")
+              f"computed, {report.reused_rows} resumed, {len(report.failed_rows)} failed) in "
+              f"{report.wall_s:.1f} s on the {report.executor} executor; meta: {report.files['meta']}")
         print(f"GPU: {report.gpu_status}")
+    if report.failed_rows:
+        print(f"pimrl scale: {len(report.failed_rows)} row(s) failed (listed in "
+              f"{report.files['meta']}); the others are saved. Run the same command again to "
+              f"retry them.", file=sys.stderr)
+        return 1
     return 0
 
 
 def _cmd_scale(args) -> int:
-    return _scale(args.config, args.out, args.json, progress=not args.no_progress)
+    return _scale(args.config, args.out, args.json, progress=not args.no_progress,
+                  executor=args.executor, workers=args.workers,
+                  threads_per_worker=args.threads_per_worker)
 
 
 def _cmd_plot(args) -> int:
@@ -83,12 +92,16 @@ def register(subparsers) -> None:
         "scale", help="run a study's strong/weak scaling sweeps (PIM, CPU and GPU baselines)",
         description="Run the sweeps of a study config (TOML; see experiments/swiftrl.toml) into "
         "DIR/results.csv (one row a run) and DIR/meta.json. Rows are written atomically as they "
-        "finish; rerunning the same command resumes, computing only missing rows. PIM times are "
-        "modelled, CPU/GPU times measured (column names say which).")
+        "finish; rerunning the same command resumes, computing only missing or invalid rows. PIM "
+        "times are modelled, CPU/GPU times measured (column names say which). With --executor "
+        "dask the rows run on a Dask cluster; only this process writes the results.")
     p.add_argument("config", help="study config, TOML")
     p.add_argument("--out", required=True, help="results directory")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    from pimrl.cluster import add_executor_arguments
+
+    add_executor_arguments(p, "each row a task")
     p.set_defaults(func=_cmd_scale)
 
     p = subparsers.add_parser(

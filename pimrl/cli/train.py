@@ -86,6 +86,9 @@ def register(subparsers) -> None:
                    "kernel of kernels/ run by the DPU runtime (needs a C compiler; slower)")
     p.set_defaults(pim_defaults={"hw": [], "dpus": str(t["n_dpus"]), "kernel": t["kernel"],
                                  "aggregate": t["aggregate"], "partition": t["partition"]})
+    from pimrl.cluster import add_executor_arguments
+
+    add_executor_arguments(p, "--backend pim: the DPU set's whole ranks spread over the workers")
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
@@ -137,12 +140,12 @@ def _dpu_counts(text: str):
     return counts
 
 
-def run_pim(records, env, params, args, n_dpus, hw):
+def run_pim(records, env, params, args, n_dpus, hw, placement=None):
     from pimrl.pim.trainer import PimTrainer
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
-                         block_bytes=args.block_bytes, kernel=args.kernel)
+                         block_bytes=args.block_bytes, kernel=args.kernel, placement=placement)
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -159,6 +162,9 @@ def run_train(args: argparse.Namespace) -> int:
     if args.backend != "pim":
         given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition")
                  if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
+        given += [f for f, default in (("--executor", "local"), ("--workers", None),
+                                       ("--threads-per-worker", None))
+                  if getattr(args, f[2:].replace("-", "_")) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
     if args.backend != "cpu":
@@ -196,14 +202,21 @@ def run_train(args: argparse.Namespace) -> int:
             raise UserError(str(exc)) from None
         counts = _dpu_counts(args.dpus)
         runs = []
-        for n in counts:
-            if len(counts) > 1 and not args.json:
-                print(f"simulating {n} DPUs ...", file=sys.stderr)
-            tr = run_pim(records, env, params, args, n, hw)
+        from pimrl.pim.distributed import placement_for
+
+        with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
+            trained = []
+            for n in counts:
+                if len(counts) > 1 and not args.json:
+                    print(f"simulating {n} DPUs ...", file=sys.stderr)
+                trained.append(run_pim(records, env, params, args, n, hw, placement))
+        for n, tr in zip(counts, trained):
             run = {"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
                    "kernel": args.kernel, "hardware": hw.name, **tr.timings_.as_dict(),
                    "saturations": tr.saturations_, "n_updates": tr.n_updates_,
                    "max_partition": int(np.diff(tr.bounds_).max())}
+            if hasattr(tr, "worker_transfers_"):
+                run["worker_transfers"] = tr.worker_transfers_
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 
@@ -316,6 +329,14 @@ def print_report(out, params):
                   f"aggregate {r['aggregate']}, {r['kernel']} kernel")
             for line in time_table(r):
                 print("  " + line)
+            if "worker_transfers" in r:
+                w = r["worker_transfers"]
+                print(f"  {'worker traffic':<16}{_ms(w['transfer_measured_s'])}   measured: "
+                      f"{(w['to_workers_bytes'] + w['from_workers_bytes']) / 1e6:.1f} MB between "
+                      f"this process and {len(w['workers'])} Dask workers (not a PIM time)")
+                print(f"  {'worker launches':<16}{_ms(w['launch_measured_s'])}   measured: the "
+                      f"workers' simulation of the launches (DPUs per worker: "
+                      f"{', '.join(map(str, w['dpus_per_worker']))})")
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
             print("\nModelled strong scaling (total time, against the first DPU count), with the "

@@ -35,6 +35,7 @@ except ModuleNotFoundError:  # Python < 3.11
 from pimrl.learners.variants import expand_variants, parse_variant
 from pimrl.learners.params import LearnerParams
 from pimrl.pim.aggregate import parse_aggregate
+from pimrl.pim.hardware import PRESETS, get_hardware
 
 LEARNER_KEYS = ("epochs", "alpha", "gamma", "epsilon", "next_action", "stride", "frac_bits")
 SWEEP_KEYS = {"name", "kind", "envs", "transitions", "transitions_per_dpu", "dpus", "variants",
@@ -74,6 +75,43 @@ class StudyConfig:
                 "baselines": self.baselines, "sweep": self.sweeps}
 
 
+#: The type each [learner] key must have in a study file (booleans are not numbers here).
+LEARNER_TYPES = {"epochs": "integer", "stride": "integer", "frac_bits": "integer",
+                 "alpha": "number", "gamma": "number", "epsilon": "number", "next_action": "string"}
+#: The type of each [baselines] key: "all"/"dpus" are the words those two keys also take.
+BASELINE_TYPES = {"cpu": "boolean", "gpu": "boolean", "cpu_threads": "positive integer or \"all\"",
+                  "cpu_repeats": "positive integer", "gpu_repeats": "positive integer",
+                  "gpu_partitions": "positive integer or \"dpus\"",
+                  "gpu_threads_per_block": "positive integer"}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _type_ok(value, kind: str) -> bool:
+    if kind == "integer":
+        return _is_int(value)
+    if kind == "number":
+        return _is_int(value) or isinstance(value, float)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind.startswith("positive integer"):
+        word = kind.split('"')[1] if '"' in kind else None
+        return (_is_int(value) and value >= 1) or (word is not None and value == word)
+    raise AssertionError(kind)
+
+
+def _check_types(table: dict, types: dict, where: str, prefix: str):
+    """A one-line ConfigError naming the key and value of the first ill-typed entry."""
+    for key, kind in types.items():
+        if key in table and not _type_ok(table[key], kind):
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise ConfigError(f"{where}: {prefix}{key} = {table[key]!r}: must be {article} {kind}")
+
+
 def _as_list(value, name, where):
     if isinstance(value, (list, tuple)):
         if not value:
@@ -104,17 +142,18 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         raise ConfigError(f"{where}: unknown [study] key(s) {sorted(bad)}; known: hardware, "
                           f"name, seed")
     if study["hardware"] != "auto":
-        from pimrl.pim.hardware import PRESETS
-
         if study["hardware"] not in PRESETS:
             raise ConfigError(f"{where}: study.hardware {study['hardware']!r} is not auto or a "
                               f"preset ({', '.join(PRESETS)})")
-    if not isinstance(study["seed"], int) or study["seed"] < 0:
+    if not isinstance(study["name"], str):
+        raise ConfigError(f"{where}: study.name = {study['name']!r}: must be a string")
+    if not _is_int(study["seed"]) or study["seed"] < 0:
         raise ConfigError(f"{where}: study.seed must be a non-negative integer")
     learner = {**DEFAULT_LEARNER, **raw.get("learner", {})}
     bad = set(learner) - set(LEARNER_KEYS)
     if bad:
         raise ConfigError(f"{where}: unknown [learner] key(s) {sorted(bad)}; known: {LEARNER_KEYS}")
+    _check_types(learner, LEARNER_TYPES, where, "learner.")
     data = {"policy": "uniform", **raw.get("data", {})}
     bad = set(data) - {"policy"}
     if bad:
@@ -127,6 +166,7 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
     if bad:
         raise ConfigError(f"{where}: unknown [baselines] key(s) {sorted(bad)}; known: "
                           f"{sorted(DEFAULT_BASELINES)}")
+    _check_types(baselines, BASELINE_TYPES, where, "baselines.")
     sweeps = raw.get("sweep", [])
     if not sweeps:
         raise ConfigError(f"{where}: no [[sweep]] table")
@@ -137,6 +177,18 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         bad = set(sw) - SWEEP_KEYS
         if bad:
             raise ConfigError(f"{w}: unknown key(s) {sorted(bad)}; known: {sorted(SWEEP_KEYS)}")
+        _check_types(sw, LEARNER_TYPES, w, "")
+        for key in ("name", "kind"):
+            if key in sw and not isinstance(sw[key], str):
+                raise ConfigError(f"{w}: {key} = {sw[key]!r}: must be a string")
+        variants = sw.get("variants", "all")
+        if not (isinstance(variants, str) or (isinstance(variants, list)
+                                              and all(isinstance(v, str) for v in variants))):
+            raise ConfigError(f"{w}: variants = {variants!r}: must be \"all\" or a list of "
+                              f"variant names such as [\"q-fp32-seq\"]")
+        for key in ("envs", "aggregators"):
+            if key in sw and not all(isinstance(v, str) for v in _as_list(sw[key], key, w)):
+                raise ConfigError(f"{w}: {key} = {sw[key]!r}: must be a list of names")
         name = sw.get("name", f"sweep{i + 1}")
         if name in names:
             raise ConfigError(f"{w}: duplicate sweep name {name!r}")
@@ -187,6 +239,17 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         s[key] = sw[key]
         if any(d < 1 for d in s["dpus"]):
             raise ConfigError(f"{w}: DPU counts must be positive")
+        for d in s["dpus"]:
+            preset = hardware_for(study["hardware"], d)
+            have = get_hardware(preset).n_dpus
+            if d > have:
+                why = (" (study.hardware = \"auto\" takes upmem-2556, or upmem-2560 beyond "
+                       "2,556 DPUs)" if study["hardware"] == "auto" else "")
+                fits = [n for n, hw in PRESETS.items() if hw.n_dpus >= d]
+                advice = (f"use study.hardware = \"{fits[0]}\"" if fits
+                          else "no hardware preset has that many")
+                raise ConfigError(f"{w}: dpus {d}: {preset} has {have} functional DPUs{why}; "
+                                  f"{advice}")
         out.append(s)
     return StudyConfig(path, text if text is not None else json.dumps(raw), study, learner, data,
                        baselines, out)

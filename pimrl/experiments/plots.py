@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pimrl.experiments.runner import read_results
+from pimrl.experiments.runner import load_results
 from pimrl.io import atomic_savefig, atomic_write_text, ensure_folder
 
 CATS = (("pim_cpu_dpu_modelled_s", "CPU-DPU"), ("pim_kernel_modelled_s", "DPU kernel"),
@@ -370,9 +370,22 @@ def plot_results(result_dir) -> list[str]:
 
     matplotlib.use("Agg")
     d = Path(result_dir)
-    rows = read_results(d / "results.csv")
+    # Every row is validated: a corrupted or truncated row is an error naming its line, never
+    # a point silently left out of a figure.
+    rows, _ = load_results(d / "results.csv", strict=True)
     if not rows:
         raise FileNotFoundError(f"{d / 'results.csv'}: no results to plot (run pimrl scale first)")
+    meta_path = d / "meta.json"
+    planned = None
+    if meta_path.exists():
+        try:
+            planned = json.loads(meta_path.read_text()).get("n_rows_planned")
+        except ValueError:
+            planned = None
+    if isinstance(planned, int) and len(rows) < planned:
+        print(f"pimrl plot: {d / 'results.csv'} holds {len(rows)} of the {planned} rows its "
+              f"config plans; the figures show only those (run pimrl scale to complete it)",
+              file=sys.stderr)
     figdir = d / "figures"
     ensure_folder(figdir)
     written = []

@@ -1,13 +1,33 @@
 """Per-DPU memories. MRAM is paged and lazy: 2,560 banks of 64 MiB cost only the pages
-written. WRAM is one dense array whose untouched pages the OS never backs (``np.zeros``).
+written. WRAM is one dense array whose untouched pages the OS never backs (:func:`lazy_zeros`).
 """
 from __future__ import annotations
+
+import mmap
 
 import numpy as np
 from numba import njit
 
 PAGE_SHIFT = 12                      # 4 KiB MRAM pages
 PAGE_BYTES = 1 << PAGE_SHIFT
+
+
+def lazy_zeros(shape, dtype) -> np.ndarray:
+    """A zeroed array whose memory the OS backs page by page as it is written.
+
+    Anonymous memory, advised against transparent huge pages: with them, writing one byte
+    backs 2 MiB, so touching the first bytes of every DPU's 64 KiB WRAM row would back the
+    whole array (10,000 DPUs: 650 MB instead of 40 MB)."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if nbytes == 0:
+        return np.zeros(shape, dtype=dtype)
+    buf = mmap.mmap(-1, nbytes)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):
+        try:
+            buf.madvise(mmap.MADV_NOHUGEPAGE)
+        except OSError:              # a kernel without THP: nothing to advise
+            pass
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
 class PagedMram:
@@ -22,8 +42,8 @@ class PagedMram:
             raise ValueError(f"MRAM size {bank_bytes} is not a multiple of {PAGE_BYTES}")
         self.n_dpus = n_dpus
         self.bank_bytes = bank_bytes
-        # np.zeros is calloc'ed: the OS backs only the rows of the table that get touched.
-        self.page_table = np.zeros((n_dpus, bank_bytes >> PAGE_SHIFT), dtype=np.int32)
+        # The OS backs only the pages of the table that get touched.
+        self.page_table = lazy_zeros((n_dpus, bank_bytes >> PAGE_SHIFT), np.int32)
         self.pool = np.zeros((16, PAGE_BYTES), dtype=np.uint8)
         self.n_pages = 0
 

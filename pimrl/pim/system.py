@@ -16,7 +16,7 @@ import numpy as np
 from pimrl.pim import cost
 from pimrl.pim.errors import fail
 from pimrl.pim.hardware import Hardware, get_hardware, parse_overrides
-from pimrl.pim.memory import PagedMram
+from pimrl.pim.memory import PagedMram, lazy_zeros
 
 DPU_ALLOCATE_ALL = 0xFFFFFFFF
 MRAM_BASE = 0x08000000               # DPU address of MRAM byte 0 (WRAM starts at 0)
@@ -144,7 +144,7 @@ class Allocation:
         self.n_slots = len(ranks) * hw.dpus_per_rank
         self.enabled = enabled                        # bool per slot
         self.mram = PagedMram(self.n_slots, hw.mram_bytes)
-        self.wram = np.zeros((self.n_slots, hw.wram_bytes), dtype=np.uint8)
+        self.wram = lazy_zeros((self.n_slots, hw.wram_bytes), np.uint8)
         self.program_of = np.full(self.n_slots, -1, dtype=np.int64)
         self.programs: list = []
         self.prepared: dict = {}
@@ -187,11 +187,9 @@ def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -
     return default_machine(hw)
 
 
-def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
-              hardware: Hardware | None = None, machine: Machine | None = None) -> "DpuSet":
-    """Allocate DPUs as the SDK does: whole ranks, the surplus of the last rank disabled."""
-    if machine is None:
-        machine = machine_for_profile(profile, hardware)
+def choose_ranks(machine: Machine, nr_dpus: int = DPU_ALLOCATE_ALL):
+    """The ranks ``dpu_alloc(nr_dpus)`` takes (the first free ones, whole) and which of their
+    DPU slots are enabled (functional, the surplus of the last rank disabled); marks nothing."""
     hw = machine.hw
     free = np.flatnonzero(machine.rank_free)
     per_rank = machine.functional[free].sum(axis=1)
@@ -214,6 +212,15 @@ def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
     enabled = machine.functional[ranks].ravel().copy()
     surplus = np.flatnonzero(enabled)[want:]
     enabled[surplus] = False
+    return ranks, enabled
+
+
+def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
+              hardware: Hardware | None = None, machine: Machine | None = None) -> "DpuSet":
+    """Allocate DPUs as the SDK does: whole ranks, the surplus of the last rank disabled."""
+    if machine is None:
+        machine = machine_for_profile(profile, hardware)
+    ranks, enabled = choose_ranks(machine, nr_dpus)
     machine.rank_free[ranks] = False
     alloc = Allocation(machine, ranks, enabled)
     return DpuSet(alloc, np.flatnonzero(enabled), "all")

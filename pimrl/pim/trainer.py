@@ -62,6 +62,17 @@ def _c_kernel(*args, **kwargs):
 KERNELS = {"numba": RlProgram, "c": _c_kernel}
 
 
+def too_many_dpus(n_dpus: int, hw: Hardware) -> str:
+    """Why ``n_dpus`` do not fit on ``hw``, and what would hold them (never ``hw`` itself)."""
+    from pimrl.pim.hardware import PRESETS
+
+    ranks = -(-(n_dpus + hw.n_faulty_dpus) // hw.dpus_per_rank)     # faulty DPUs stay faulty
+    fits = [name for name, p in PRESETS.items() if p.n_dpus >= n_dpus and name != hw.name]
+    advice = (f"use --hardware {fits[0]}, or --hw n_ranks={ranks} for a bigger what-if" if fits
+              else f"use --hw n_ranks={ranks} (or more) for a bigger what-if")
+    return f"--dpus {n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs ({advice})"
+
+
 class PimTrainer:
     """Train on ``n_dpus`` simulated DPUs: one Q-table per DPU, aggregated on the host.
 
@@ -70,13 +81,16 @@ class PimTrainer:
     work counters summed over launches), ``saturations_``, ``n_updates_`` and, with
     ``keep_dpu_tables=True``, ``dpu_tables_`` (raw per-DPU tables after the last round).
     ``kernel`` names the DPU program (a key of ``KERNELS``) or is a factory with their
-    signature.
+    signature. ``placement(n_dpus, hw)`` allocates the DPU set: by default here
+    (``dpu_alloc``); a :class:`~pimrl.pim.distributed.DaskPlacement` spreads its ranks over
+    Dask workers, with the same tables and modelled times, and sets ``worker_transfers_``
+    (bytes and measured wall time of the traffic with the workers, never a PIM time).
     """
 
     def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int = 2048,
-                 keep_dpu_tables: bool = False, kernel="numba"):
+                 keep_dpu_tables: bool = False, kernel="numba", placement=None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -87,6 +101,7 @@ class PimTrainer:
         self.block_bytes = block_bytes
         self.keep_dpu_tables = keep_dpu_tables
         self.kernel = kernel
+        self.placement = placement
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
@@ -102,8 +117,7 @@ class PimTrainer:
         check_records(records, n_states, n_actions, p)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
         if self.n_dpus > hw.n_dpus:
-            raise ValueError(f"--dpus {self.n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs "
-                             f"(use --hardware upmem-2560, or --hw n_ranks=N for a bigger what-if)")
+            raise ValueError(too_many_dpus(self.n_dpus, hw))
         if callable(self.kernel):
             factory = self.kernel
         elif self.kernel in KERNELS:
@@ -122,7 +136,13 @@ class PimTrainer:
             matrix = matrix.copy()
             matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
 
-        dpus = dpu_alloc(self.n_dpus, machine=Machine(hw))
+        if self.placement is None:
+            dpus = dpu_alloc(self.n_dpus, machine=Machine(hw))
+        else:
+            if self.kernel != "numba":
+                raise ValueError(f"--kernel {self.kernel}: a DPU set on Dask workers runs the "
+                                 f"numba kernel only")
+            dpus = self.placement(self.n_dpus, hw)
         try:
             dpus.load(program)
             # CPU-DPU: the partitions, each DPU's parameters and its lanes' random streams.
@@ -167,6 +187,12 @@ class PimTrainer:
         self.timings_ = dpus.alloc.ledger
         self.timings_.measure("host_aggregation", agg_s)
         self.timings_.measure("simulation_wall", time.perf_counter() - t_start)
+        transfers = getattr(dpus, "transfers", None)
+        if transfers is not None:        # a distributed set: its traffic with the workers
+            self.worker_transfers_ = dict(transfers, workers=list(dpus.workers),
+                                          dpus_per_worker=list(dpus.shard_dpus))
+            self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
+            self.timings_.measure("worker_launch", transfers["launch_measured_s"])
         self.counters_ = counters
         self.saturations_ = int(counters[:, cost.C["saturations"]].sum())
         self.n_updates_ = int(counters[:, cost.C["updates"]].sum())
