@@ -20,7 +20,6 @@ NOT_RESULTS = {
     "io.py": "the writer itself",
     "dpurt/cc.py": "build artefacts of the DPU compiler, in its private build folder",
     "shim/build.py": "a self-test source in a temporary folder",
-    "experiments/runner.py": "its own writer, being replaced by pimrl.io (sweep locking work)",
 }
 
 

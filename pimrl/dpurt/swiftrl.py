@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pimrl.dpurt import cc
+from pimrl.io import atomic_write_text
 from pimrl.dpurt.program import DpuRtProgram
 from pimrl.learners.variants import HEADER, Variant, c_header
 from pimrl.pim import cost
@@ -35,9 +36,7 @@ def header_is_current() -> bool:
 
 def write_header() -> Path:
     """(Re)generate ``kernels/swiftrl_variants.h`` from the variant registry."""
-    path = KERNELS / HEADER
-    path.write_text(c_header())
-    return path
+    return atomic_write_text(KERNELS / HEADER, c_header())
 
 
 def _sources_key() -> str:

@@ -158,6 +158,7 @@ def _build(variant: Variant):
     IS_Q = variant.algo == "q"
     DRAW = variant.draws_next_action
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
+    USES_RNG = variant.uses_rng
 
     @njit(nogil=True, cache=True)
     def partitions(words, rewards, lanes, rng, q, scalars, sat, lo, hi):
@@ -210,8 +211,12 @@ def _build(variant: Variant):
                         start, end = lanes[p, t, 0], lanes[p, t, 1]
                         if i >= end - start:
                             continue
-                        j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
-                                                          off[t], xs[t])
+                        x = xs[t] if USES_RNG else np.uint32(0)
+                        if SAMPLING == SEQ:
+                            j = start + i
+                        else:
+                            j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
+                                                              off[t], x)
                         if IS_INT:
                             w = words[j, 3]
                             x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
@@ -225,7 +230,8 @@ def _build(variant: Variant):
                                                  words[j, 1], (w >> 8) & 0xFF,
                                                  (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                  gamma, x)
-                        xs[t] = x
+                        if USES_RNG:
+                            xs[t] = x
             rng[p] = xs
             sat[p] += nsat
 

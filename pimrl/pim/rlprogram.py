@@ -60,6 +60,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
     DRAW = variant.draws_next_action
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
     VISITS = bool(count_visits)
+    USES_RNG = variant.uses_rng
     CHECK_B = variant.algo == "sarsa" and not DRAW        # SARSA reads the logged next action
 
     @njit(nogil=True, cache=True)
@@ -70,6 +71,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
         nq = n_states * n_actions
         buf_len = tasklets * block_bytes
         block_records = block_bytes // RECORD_BYTES
+        block_words = block_bytes >> 2
         for k in range(len(slots)):
             d = slots[k]
             row = wram[d]
@@ -144,9 +146,13 @@ def _build_kernel(variant: Variant, count_visits: bool):
                     for t in range(tasklets):
                         if i >= length[t]:
                             continue
-                        j, cur[t], off[t], x = next_index(SAMPLING, stride, start[t],
-                                                          start[t] + length[t], cur[t], off[t],
-                                                          rng[t])
+                        x = rng[t] if USES_RNG else np.uint32(0)
+                        if SAMPLING == SEQ:
+                            j = start[t] + i
+                        else:
+                            j, cur[t], off[t], x = next_index(SAMPLING, stride, start[t],
+                                                              start[t] + length[t], cur[t],
+                                                              off[t], x)
                         if not chunked and (j < blk_lo[t] or j >= blk_hi[t]):
                             n = 1 if per_record else min(block_records, start[t] + length[t] - j)
                             nbytes = n * RECORD_BYTES
@@ -160,13 +166,14 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             n_dma_bytes += nbytes
                             blk_lo[t] = j
                             blk_hi[t] = j + n
-                        w = (t * block_bytes + (j - blk_lo[t]) * RECORD_BYTES) // 4
+                        # The record's four words in the tasklet's buffer.
+                        w = t * block_words + ((j - blk_lo[t]) << 2)
                         s = buf_i32[w]
                         s2 = buf_i32[w + 1]
-                        bo = off_buf + 4 * w + 12
-                        a = row[bo]
-                        b = row[bo + 1]
-                        term = row[bo + 2] != 0
+                        flags = buf_i32[w + 3]
+                        a = flags & 0xFF
+                        b = (flags >> 8) & 0xFF
+                        term = (flags & 0xFF0000) != 0
                         # One unsigned compare per field also catches negative states.
                         if ((np.uint32(s) >= n_states) | (np.uint32(s2) >= n_states)
                                 | (a >= n_actions) | (CHECK_B & (b >= n_actions) & (not term))):
@@ -180,7 +187,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         else:
                             x, sc, dr = update_f32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q, DRAW,
                                                    eps, alpha, gamma, x)
-                        rng[t] = x
+                        if USES_RNG:
+                            rng[t] = x
                         if VISITS:
                             visits[s, a] += 1
                         n_updates += 1

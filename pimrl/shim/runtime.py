@@ -24,6 +24,7 @@ import traceback
 
 import numpy as np
 
+from pimrl.io import atomic_write_bytes
 from pimrl.pim import cost, system
 from pimrl.pim.errors import DpuError, DpuErrorCode, fail
 from pimrl.shim import programs
@@ -338,9 +339,7 @@ def _memory_file(data: bytes) -> tuple:
         _memory_dir = tempfile.TemporaryDirectory(prefix="pimrl-dpu-programs-")
     path = os.path.join(_memory_dir.name, f"{digest[:32]}.dpu")
     if not os.path.exists(path):
-        with open(path + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(path + ".tmp", path)
+        atomic_write_bytes(path, data)
     return f"memory:{digest}", path
 
 
