@@ -311,6 +311,10 @@ ONLINE_PARAMS_WORDS = 16
 OP_ALGO, OP_DTYPE, OP_EPS_START, OP_EPS_END, OP_EPS_DECAY, OP_FRAC, OP_ALPHA32, OP_GAMMA32, \
     OP_ALPHA_FX, OP_GAMMA_FX, OP_MAX_STEPS, OP_N_START, OP_STEPS = range(len(ONLINE_PARAM_FIELDS))
 assert len(ONLINE_PARAM_FIELDS) <= ONLINE_PARAMS_WORDS
+#: The int64 work counters of an online launch, per DPU (WRAM symbol ``stats``), in order.
+ONLINE_COUNTERS = ("steps", "terminal_steps", "episodes", "resets", "start_scans",
+                   "outcome_scans", "row_reads", "entry_reads", "rng_draws", "below_draws",
+                   "saturations", "fault")
 ONLINE_HEADER = "online_params.h"
 
 
@@ -328,5 +332,10 @@ def online_c_header() -> str:
     ]
     for i, (name, what) in enumerate(ONLINE_PARAM_FIELDS):
         lines.append(f"    ONLINE_P_{name.upper()} = {i}, /* {what} */")
-    lines += ["};", "", "#endif /* ONLINE_PARAMS_H */"]
+    lines += ["};", "", "/* The work counters of WRAM symbol \"stats\" (int64 each). */",
+              "enum online_counter {"]
+    for i, name in enumerate(ONLINE_COUNTERS):
+        lines.append(f"    ONLINE_C_{name.upper()} = {i},")
+    lines += [f"    ONLINE_N_COUNTERS = {len(ONLINE_COUNTERS)}", "};", "",
+              "#endif /* ONLINE_PARAMS_H */"]
     return "\n".join(lines) + "\n"

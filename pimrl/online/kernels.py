@@ -15,15 +15,11 @@ from numba import njit
 from pimrl.learners.kernels import f32_scalar, row_max, update_f32, update_i32
 from pimrl.learners.variants import (
     OP_ALPHA32, OP_ALPHA_FX, OP_EPS_DECAY, OP_EPS_END, OP_EPS_START, OP_FRAC, OP_GAMMA32,
-    OP_GAMMA_FX, OP_MAX_STEPS, OP_N_START, OP_STEPS, OnlineVariant,
+    OP_GAMMA_FX, OP_MAX_STEPS, OP_N_START, OP_STEPS, ONLINE_COUNTERS, OnlineVariant,
 )
 from pimrl.parallel import run_ranges
 from pimrl.rng import below, xorshift32
 
-#: Per-item work counters of an online launch (the DPU program's ``stats`` symbol).
-ONLINE_COUNTERS = ("steps", "terminal_steps", "episodes", "resets", "start_scans",
-                   "outcome_scans", "row_reads", "entry_reads", "rng_draws", "below_draws",
-                   "saturations", "fault")
 OC = {name: i for i, name in enumerate(ONLINE_COUNTERS)}
 (OC_STEPS, OC_TERMINAL, OC_EPISODES, OC_RESETS, OC_START_SCANS, OC_OUTCOME_SCANS, OC_ROWS,
  OC_ENTRIES, OC_RNG, OC_BELOW, OC_SAT, OC_FAULT) = range(len(ONLINE_COUNTERS))
