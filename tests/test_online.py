@@ -241,3 +241,42 @@ def test_cli_online_errors(capsys, argv, msg):
     assert main(["train", "--online", *argv]) == 2
     err = capsys.readouterr().err
     assert msg in err and len(err.strip().splitlines()) == 1
+
+
+GPU_SIM_SCRIPT = r'''
+import os
+assert os.environ["NUMBA_ENABLE_CUDASIM"] == "1"
+import numpy as np
+from pimrl.envs import make
+from pimrl.learners.variants import ONLINE_VARIANTS
+from pimrl.online.cpu import cpu_online
+from pimrl.online.gpu import gpu_online
+from pimrl.online.params import OnlineParams
+n = 0
+for env_id in ("FrozenLake-v1", "Taxi-v3"):
+    env = make(env_id)
+    for v in ONLINE_VARIANTS:
+        p = OnlineParams(v.algo, v.dtype, alpha=0.3, gamma=0.9, epsilon=0.6, epsilon_end=0.1,
+                         decay_steps=40, seed=5)
+        agg = "sync:2:weighted" if v.algo == "sarsa" else "sync:2"
+        g = gpu_online(env, p, 3, 2, 120, agg, threads_per_block=2)
+        c = cpu_online(env, p, 3, 2, 120, agg, threads=1)
+        assert np.array_equal(g.raw.view(np.uint32), c.raw.view(np.uint32)), (env_id, v)
+        assert np.array_equal(g.q, c.q) and g.env_steps == c.env_steps == 360
+        assert not g.measured and np.isnan(g.kernel_measured_s)
+        n += 1
+print("GPU-ONLINE-SIM-OK", n)
+'''
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("numba_cuda") is None,
+                    reason="numba-cuda is not installed (pip install 'pimrl[gpu]')")
+def test_gpu_online_kernel_in_cuda_simulator():
+    import subprocess
+    from pathlib import Path
+
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    out = subprocess.run([sys.executable, "-c", GPU_SIM_SCRIPT], cwd=Path(__file__).parents[1],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "GPU-ONLINE-SIM-OK 8" in out.stdout

@@ -1,0 +1,21 @@
+#!/bin/sh
+# The online study: the bars of shared online learning (Taxi, FrozenLake 8x8 slippery) on
+# 2,000 DPUs with the CPU baseline doing the same work (measured), 2,000 independent agents
+# on 2,000 seeded 8x8 lakes, an in-memory hyperparameter sweep, online against offline at
+# equal sample budgets, and weak scaling of independent agents. Writes data/*.json; then
+# `python experiments/online/plot.py` draws the figures. Times: see README.md beside it.
+set -e
+cd "$(dirname "$0")"
+PIMRL="${PIMRL:-python -m pimrl}"
+D=data
+$PIMRL train --online --json --env Taxi-v3 --dpus 2000 --steps 20000 \
+    --aggregate sync:20:weighted --alpha 0.5 --epsilon 0.1 --cpu-baseline > $D/taxi.json.tmp
+mv $D/taxi.json.tmp $D/taxi.json
+$PIMRL train --online --json --env FrozenLake8x8-v1 --dpus 2000 --steps 80000 \
+    --aggregate sync:40:weighted --alpha 0.1 --epsilon 1.0 --epsilon-end 0.1 \
+    --decay-steps 2500 --cpu-baseline > $D/frozenlake8x8.json.tmp
+mv $D/frozenlake8x8.json.tmp $D/frozenlake8x8.json
+$PIMRL train --online --json --env FrozenLake-v1:size=8 --agents independent --map-per-dpu \
+    --dpus 2000 --steps 1000000 --alpha 0.1 --gamma 0.99 --epsilon 1.0 --epsilon-end 0.05 \
+    --decay-steps 37500 > $D/lakes2000.json.tmp
+mv $D/lakes2000.json.tmp $D/lakes2000.json
