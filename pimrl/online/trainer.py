@@ -127,10 +127,12 @@ class OnlineTrainer:
             dpus.load(program)
             with dpus.phase("cpu_dpu"):
                 self._push_env(dpus, denvs, L, p0)
-                words = np.stack([p.words(denvs[d if len(denvs) > 1 else 0].max_episode_steps,
-                                          denvs[d if len(denvs) > 1 else 0].n_start)
-                                  for d, p in enumerate(plist)]) if len(set(plist)) > 1 or len(denvs) > 1 \
-                    else np.tile(p0.words(denvs[0].max_episode_steps, denvs[0].n_start), (n, 1))
+                if len(set(plist)) == 1 and len(denvs) == 1:
+                    words = np.tile(p0.words(denvs[0].max_episode_steps, denvs[0].n_start), (n, 1))
+                else:                                     # per-DPU maps or hyperparameters
+                    own = [denvs[d] if len(denvs) > 1 else denvs[0] for d in range(n)]
+                    words = np.stack([p.words(e.max_episode_steps, e.n_start)
+                                      for p, e in zip(plist, own)])
                 dpus.scatter_to("rng_state", 0, _lane_rng(plist, self.tasklets).view(np.uint8).reshape(n, -1))
                 dpus.broadcast_to("lanes", 0, ok.new_lanes(1, self.tasklets).view(np.uint8).ravel())
                 if not L.q_in_wram:                       # a zero table, rows padded to 8 B
