@@ -280,3 +280,16 @@ def test_gpu_online_kernel_in_cuda_simulator():
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "GPU-ONLINE-SIM-OK 8" in out.stdout
+
+
+def test_suboptimal_states_counts_reachable_non_greedy_states():
+    from pimrl.envs.planning import value_iteration
+    from pimrl.online.cli import suboptimal_states
+
+    env = make("FrozenLake-v1")
+    q_star, _ = value_iteration(env, 0.95)
+    assert suboptimal_states(env, q_star, q_star) == 0
+    q = q_star.copy()
+    q[0] = 0.0
+    q[0, int(np.argmin(q_star[0]))] = 1.0              # the worst action at the start
+    assert suboptimal_states(env, q, q_star) >= 1

@@ -16,6 +16,6 @@ $PIMRL train --online --json --env FrozenLake8x8-v1 --dpus 2000 --steps 80000 \
     --decay-steps 2500 --cpu-baseline > $D/frozenlake8x8.json.tmp
 mv $D/frozenlake8x8.json.tmp $D/frozenlake8x8.json
 $PIMRL train --online --json --env FrozenLake-v1:size=8 --agents independent --map-per-dpu \
-    --dpus 2000 --steps 1000000 --alpha 0.1 --gamma 0.99 --epsilon 1.0 --epsilon-end 0.05 \
-    --decay-steps 37500 > $D/lakes2000.json.tmp
+    --dpus 2000 --steps 4000000 --alpha 0.1 --gamma 0.99 --epsilon 1.0 --epsilon-end 0.05 \
+    --decay-steps 150000 > $D/lakes2000.json.tmp
 mv $D/lakes2000.json.tmp $D/lakes2000.json

@@ -94,6 +94,27 @@ def quality(ev: dict, tol: float) -> bool:
             and ev["mean_return"] >= ev["optimal_mean_return"] - tol * max(1.0, abs(ev["optimal_mean_return"])))
 
 
+def suboptimal_states(env, q, q_star, tol: float = 1e-6) -> int:
+    """How many states the greedy policy of ``q`` can reach from the start (episodes not yet
+    terminated) where its action is not optimal under ``q_star`` (value iteration's Q*, within
+    ``tol`` relative): 0 means the policy is optimal wherever it goes."""
+    pi = np.argmax(q, axis=1)
+    s_all = np.arange(env.n_states)
+    v_star = q_star.max(axis=1)
+    bad = q_star[s_all, pi] < v_star - tol * np.maximum(1.0, np.abs(v_star))
+    go = (~env.terminated[s_all, pi]) & (env.prob[s_all, pi] > 0)        # (S, K)
+    reach = env.initial_dist > 0
+    while True:
+        src = np.flatnonzero(reach)
+        nxt = env.next_state[s_all, pi][src][go[src]]
+        grown = reach.copy()
+        grown[nxt] = True
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    return int((bad & reach).sum())
+
+
 def _params(args, **override):
     from pimrl.online.params import OnlineParams
 
@@ -151,6 +172,11 @@ def run_online(args) -> int:
            "steps_per_dpu": args.steps, "aggregate": args.aggregate, "kernel": args.kernel,
            "hardware": hw.name, "params": base.as_dict(), "tolerance": args.tolerance}
     evals = []
+    q_star = None
+    if not independent and not args.no_eval:
+        from pimrl.envs.planning import value_iteration
+
+        q_star, _ = value_iteration(env0, base.gamma)
 
     def on_round(r, q, ledger):
         if independent or args.no_eval:
@@ -158,8 +184,13 @@ def run_online(args) -> int:
         ev = evaluate_against_optimum(env0, q, base.gamma)
         evals.append(ev)
         return {"success_rate": ev["success_rate"], "mean_return": ev["mean_return"],
-                "optimal": quality(ev, args.tolerance)}
+                "optimal": quality(ev, args.tolerance),
+                "suboptimal_states": suboptimal_states(env0, q, q_star)}
 
+    if args.save_q:
+        from pimrl.io import check_destination
+
+        check_destination(args.save_q)
     trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets, aggregate=args.aggregate,
                             agents=args.agents, hardware=hw, kernel=args.kernel,
                             force_mram=args.force_mram)
@@ -181,6 +212,13 @@ def run_online(args) -> int:
         reached = [row for row in trainer.rounds_ if row.get("optimal")]
         out["time_to_quality_modelled_s"] = reached[0]["modelled_s"] if reached else None
         out["steps_to_quality_per_dpu"] = reached[0]["steps_per_dpu"] if reached else None
+        # Stricter: the first round from which the policy is Q*-greedy wherever it goes.
+        strict = None
+        for row in reversed(trainer.rounds_):
+            if row.get("suboptimal_states", 1) != 0:
+                break
+            strict = row
+        out["time_to_optimal_policy_modelled_s"] = strict["modelled_s"] if strict else None
         if evals:
             out["evaluation"] = evals[-1]
     else:
@@ -197,6 +235,11 @@ def run_online(args) -> int:
                                "aggregate_measured_s": res.aggregate_measured_s,
                                "env_steps_per_measured_s": res.env_steps_per_s_measured,
                                "tables_equal_dpus": same}
+    if args.save_q:
+        from pimrl.io import atomic_save_npy
+
+        atomic_save_npy(args.save_q, trainer.q_.astype(np.float64))
+        out["saved_q"] = args.save_q
     if args.json:
         print(json.dumps(out, sort_keys=True, default=float))
     else:
@@ -268,11 +311,13 @@ def print_online(out: dict) -> None:
     if p["dtype"] == "int32":
         print(f"fixed-point saturations: {out['saturations']}")
     if out["agents"] == "shared":
-        print("\nround  steps/DPU   modelled ms   success   mean return   optimal")
+        print("\nround  steps/DPU   modelled ms   success   mean return   >= optimum   "
+              "non-Q*-greedy reachable states")
         for r in out["rounds"]:
             if "success_rate" in r:
                 print(f"{r['round']:5d} {r['steps_per_dpu']:10d} {r['modelled_s'] * 1e3:13.3f} "
-                      f"{r['success_rate']:9.4f} {r['mean_return']:13.4f}   {'yes' if r['optimal'] else 'no'}")
+                      f"{r['success_rate']:9.4f} {r['mean_return']:13.4f}   "
+                      f"{'yes' if r['optimal'] else 'no':>10}   {r['suboptimal_states']:6d}")
         if "evaluation" in out:
             e = out["evaluation"]
             print(f"optimum: success {e['optimal_success_rate']:.4f}, mean return "
@@ -280,6 +325,9 @@ def print_online(out: dict) -> None:
             t = out["time_to_quality_modelled_s"]
             print("time to quality: " + (f"{t * 1e3:.3f} ms modelled ({out['steps_to_quality_per_dpu']} "
                                          f"steps per DPU)" if t is not None else "not reached"))
+            t = out["time_to_optimal_policy_modelled_s"]
+            print("Q*-greedy wherever it goes from then on: " + (f"{t * 1e3:.3f} ms modelled"
+                                                                 if t is not None else "not reached"))
     else:
         a = out["agents_result"]
         print(f"\n{a['agents']} independent agents, each against its own optimum (exact): "
