@@ -15,8 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from pimrl.data import generate_dataset
 from pimrl.envs import evaluate_against_optimum, make
 from pimrl.io import atomic_write_text

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 
 import numpy as np
 

@@ -10,7 +10,6 @@ real GPU (CUDA events around the kernel of each round); elsewhere "GPU: not meas
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -307,4 +306,4 @@ def gpu_online(env, params: OnlineParams, n_items: int, tasklets: int, steps: in
                            kernel_s if measurable else float("nan"), int(total[:, ok.OC_STEPS].sum()))
 
 
-__all__ = ["gpu_online", "GpuOnlineResult", "time"]
+__all__ = ["gpu_online", "GpuOnlineResult"]

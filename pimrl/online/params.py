@@ -7,7 +7,7 @@ import numpy as np
 
 from pimrl.learners import fixedpoint
 from pimrl.learners.variants import (
-    ONLINE_PARAM_FIELDS, ONLINE_PARAMS_WORDS, OP_N_START, OP_MAX_STEPS, OP_STEPS, OnlineVariant,
+    ONLINE_PARAM_FIELDS, ONLINE_PARAMS_WORDS, OnlineVariant,
 )
 from pimrl.rng import epsilon_threshold
 
@@ -76,5 +76,3 @@ class OnlineParams:
     def as_dict(self) -> dict:
         return asdict(self)
 
-
-__all__ = ["OnlineParams", "OP_STEPS", "OP_MAX_STEPS", "OP_N_START"]

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from pimrl.envs.core import TabularEnv
-from pimrl.learners.variants import ONLINE_PARAMS_WORDS, OP_STEPS
+from pimrl.learners.variants import OP_STEPS
 from pimrl.online import kernels as ok
 from pimrl.online.envtable import dpu_env
 from pimrl.online.params import OnlineParams
