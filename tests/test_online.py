@@ -305,3 +305,21 @@ def test_counted_model_agrees_with_c_kernel_estimate(force_mram):
     ll = tr.program_.last_launch
     ratio = np.asarray(ll["cycles"]) / ll["model_cycles"]
     assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
+
+
+def test_step_limit_truncates_episodes_known_answer():
+    # Deterministic lake, epsilon 0, a zero table: the greedy action is 0 (left), which keeps
+    # the agent in the start corner, so every episode is cut by the 5-step limit.
+    env = make("FrozenLake-v1:slippery=0,max_steps=5")
+    tr = OnlineTrainer(OnlineParams(epsilon=0.0), n_dpus=1, tasklets=1).fit(env, 23)
+    c = tr.counters_[0]
+    assert c[ok.OC["steps"]] == 23 and c[ok.OC["terminal_steps"]] == 0
+    assert c[ok.OC["episodes"]] == 4 and c[ok.OC["resets"]] == 5
+    assert c[ok.OC["rng_draws"]] == 23 and c[ok.OC["below_draws"]] == 0   # one epsilon draw a step
+    # Terminal states (holes, the goal) end episodes; random moves find them.
+    env = make("FrozenLake-v1:slippery=0")
+    tr = OnlineTrainer(OnlineParams(epsilon=1.0, seed=3), n_dpus=1, tasklets=2).fit(env, 4000)
+    c = tr.counters_[0]
+    assert c[ok.OC["terminal_steps"]] > 0
+    assert c[ok.OC["episodes"]] >= c[ok.OC["terminal_steps"]]
+    assert c[ok.OC["resets"]] - c[ok.OC["episodes"]] in (0, 1, 2)       # lanes mid-episode
