@@ -323,3 +323,17 @@ def test_step_limit_truncates_episodes_known_answer():
     assert c[ok.OC["terminal_steps"]] > 0
     assert c[ok.OC["episodes"]] >= c[ok.OC["terminal_steps"]]
     assert c[ok.OC["resets"]] - c[ok.OC["episodes"]] in (0, 1, 2)       # lanes mid-episode
+
+
+@pytest.mark.skipif(not HAVE_C, reason="needs a host C compiler on x86-64 Linux")
+def test_c_kernel_independent_of_runtime_workers():
+    from functools import partial
+
+    from pimrl.dpurt.online import online_c_program
+
+    env = make("FrozenLake-v1")
+    p = _params(OnlineVariant("sarsa", "fp32"))
+    runs = [OnlineTrainer(p, n_dpus=5, tasklets=3, kernel=partial(online_c_program, workers=w)).fit(env, 300)
+            for w in (1, 3)]
+    assert np.array_equal(runs[0].raw_.view(np.uint32), runs[1].raw_.view(np.uint32))
+    assert np.array_equal(runs[0].counters_, runs[1].counters_)
