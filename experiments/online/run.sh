@@ -32,3 +32,6 @@ $PIMRL train --online --json --env FrozenLake-v1:size=8 --agents independent --m
     --dpus 2000 --steps 4000000 --alpha 0.1 --gamma 0.99 --epsilon 1.0 --epsilon-end 0.05 \
     --decay-steps 150000 > $D/lakes2000.json.tmp
 mv $D/lakes2000.json.tmp $D/lakes2000.json
+$PIMRL train --online --json --env FrozenLake-v1 --agents independent \
+    --grid 'alpha=0.05,0.1,0.2;epsilon=0.1,0.3;seed=0-99' --steps 200000 > $D/sweep.json.tmp
+mv $D/sweep.json.tmp $D/sweep.json
