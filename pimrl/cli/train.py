@@ -93,6 +93,9 @@ def register(subparsers) -> None:
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
     g.add_argument("--json", action="store_true", help="print one JSON object")
+    from pimrl.cli.online import add_arguments as add_online_arguments
+
+    add_online_arguments(p)
     p.set_defaults(func=run_train)
 
 
@@ -154,6 +157,10 @@ def run_train(args: argparse.Namespace) -> int:
     from pimrl.learners.reference import OfflineLearner
     from pimrl.pim.hardware import get_hardware, parse_overrides
 
+    if args.online:
+        from pimrl.cli.online import run_online
+
+        return run_online(args)
     params = _params(args)
     if args.save_q:
         from pimrl.io import check_destination

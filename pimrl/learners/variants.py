@@ -243,3 +243,99 @@ def c_header() -> str:
 def _c_field(name: str) -> str:
     return {"eps_threshold": "EPS", "frac_bits": "FRAC", "alpha_f32_bits": "ALPHA32",
             "gamma_f32_bits": "GAMMA32"}.get(name, name.upper())
+
+
+# --- online kernels: environments stepped on the DPU (pimrl.online) -------------------------
+# An online kernel has no dataset and so no sampling order or logged next action: its
+# variants are the algorithm (Q-learning, or on-policy SARSA whose next action is the one
+# the lane then takes) and the dtype, with the codes of ALGO and DTYPE. The epsilon schedule
+# (constant or linearly decaying) is a launch parameter.
+
+@dataclass(frozen=True)
+class OnlineVariant:
+    """One compiled online kernel: ``algo`` (q | sarsa) x ``dtype`` (fp32 | int32)."""
+
+    algo: str = "q"
+    dtype: str = "fp32"
+
+    def __post_init__(self):
+        ALGO.choice(self.algo)
+        DTYPE.choice(self.dtype)
+
+    @property
+    def name(self) -> str:
+        return f"online-{self.algo}-{self.dtype}"
+
+    @property
+    def is_int(self) -> bool:
+        return self.dtype == "int32"
+
+    def codes(self) -> dict:
+        return {"algo": ALGO.code(self.algo), "dtype": DTYPE.code(self.dtype)}
+
+    def c_defines(self) -> dict:
+        return {ALGO.c_macro: ALGO.code(self.algo), DTYPE.c_macro: DTYPE.code(self.dtype)}
+
+
+#: Every online variant: Q-learning first, FP32 before INT32.
+ONLINE_VARIANTS = tuple(OnlineVariant(a, d) for a, d in product(ALGOS, DTYPES))
+
+
+def get_online_variant(name: str) -> OnlineVariant:
+    """``"online-sarsa-int32"`` or ``"sarsa-int32"`` -> OnlineVariant."""
+    text = str(name).strip().lower().removeprefix("online-")
+    for v in ONLINE_VARIANTS:
+        if v.name == "online-" + text:
+            return v
+    raise ValueError(f"unknown online variant {name!r}; expected one of "
+                     f"{', '.join(v.name for v in ONLINE_VARIANTS)}")
+
+
+#: The int64 words of an online kernel's ``params`` (WRAM symbol), in order.
+ONLINE_PARAM_FIELDS = (
+    ("algo", "ALGO axis code"),
+    ("dtype", "DTYPE axis code"),
+    ("eps_start", "floor(epsilon_start * 2^32): the threshold at a lane's step 0"),
+    ("eps_end", "floor(epsilon_end * 2^32): the threshold from step eps_decay_steps on"),
+    ("eps_decay_steps", "steps of the linear decay (0: constant epsilon_start)"),
+    ("frac_bits", "F, the Q format's fractional bits"),
+    ("alpha_f32_bits", "alpha as float32 bits"),
+    ("gamma_f32_bits", "gamma as float32 bits"),
+    ("alpha_fx", "alpha in Q format"),
+    ("gamma_fx", "gamma in Q format"),
+    ("max_episode_steps", "truncation limit of an episode"),
+    ("n_start", "entries of the start table"),
+    ("steps", "environment steps of this DPU in this launch (split over its lanes)"),
+)
+ONLINE_PARAMS_WORDS = 16
+OP_ALGO, OP_DTYPE, OP_EPS_START, OP_EPS_END, OP_EPS_DECAY, OP_FRAC, OP_ALPHA32, OP_GAMMA32, \
+    OP_ALPHA_FX, OP_GAMMA_FX, OP_MAX_STEPS, OP_N_START, OP_STEPS = range(len(ONLINE_PARAM_FIELDS))
+assert len(ONLINE_PARAM_FIELDS) <= ONLINE_PARAMS_WORDS
+#: The int64 work counters of an online launch, per DPU (WRAM symbol ``stats``), in order.
+ONLINE_COUNTERS = ("steps", "terminal_steps", "episodes", "resets", "start_scans",
+                   "outcome_scans", "row_reads", "entry_reads", "rng_draws", "below_draws",
+                   "saturations", "fault")
+ONLINE_HEADER = "online_params.h"
+
+
+def online_c_header() -> str:
+    """The text of ``kernels/online_params.h``: the online kernel's parameter word indices."""
+    lines = [
+        "/* online_params.h: the online kernel's parameter words (kernels/online.c).",
+        " * Generated from pimrl/learners/variants.py (python -m pimrl.dpurt.online --write-header);",
+        " * do not edit: a test checks that it matches. Plain C99. */",
+        "#ifndef ONLINE_PARAMS_H",
+        "#define ONLINE_PARAMS_H",
+        "",
+        f"#define ONLINE_PARAMS_WORDS {ONLINE_PARAMS_WORDS}",
+        "enum online_param_index {",
+    ]
+    for i, (name, what) in enumerate(ONLINE_PARAM_FIELDS):
+        lines.append(f"    ONLINE_P_{name.upper()} = {i}, /* {what} */")
+    lines += ["};", "", "/* The work counters of WRAM symbol \"stats\" (int64 each). */",
+              "enum online_counter {"]
+    for i, name in enumerate(ONLINE_COUNTERS):
+        lines.append(f"    ONLINE_C_{name.upper()} = {i},")
+    lines += [f"    ONLINE_N_COUNTERS = {len(ONLINE_COUNTERS)}", "};", "",
+              "#endif /* ONLINE_PARAMS_H */"]
+    return "\n".join(lines) + "\n"

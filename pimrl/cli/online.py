@@ -1,0 +1,341 @@
+"""``pimrl train --online``: environments stepped on the (simulated) DPUs, no dataset.
+
+Shared agents (default): every DPU steps ``--env`` with its own lanes and the tables are
+aggregated after each round of ``--aggregate`` (``mean`` | ``weighted`` | ``sync:R`` |
+``sync:R:weighted``); the aggregate is evaluated exactly after every round, and the time to
+quality is the modelled time of the first round whose greedy policy is optimal within
+``--tolerance``. Independent agents (``--agents independent``): every DPU is its own agent,
+on its own map (``--map-per-dpu``: DPU d steps ``ENV`` with ``seed=d``) and/or with its own
+hyperparameters (``--grid``); each agent is evaluated exactly against its own environment's
+optimum and the output gives the distribution and the best grid point.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+
+from pimrl.learners.variants import ALGOS, DTYPES
+
+
+def add_arguments(p) -> None:
+    """The online options of ``pimrl train`` (the learner options are shared)."""
+    g = p.add_argument_group("online (with --online; --backend is not used)")
+    g.add_argument("--online", action="store_true",
+                   help="step --env on the DPUs (no dataset): rounds of --aggregate, exact "
+                        "evaluation after each round, time to quality")
+    g.add_argument("--steps", type=int, default=None, metavar="K",
+                   help="environment steps per DPU in all (split over its tasklets and rounds)")
+    g.add_argument("--agents", choices=("shared", "independent"), default="shared",
+                   help="shared: one aggregated agent; independent: one agent per DPU")
+    g.add_argument("--map-per-dpu", action="store_true",
+                   help="independent agents: DPU d steps ENV with seed=d (e.g. "
+                        "--env FrozenLake-v1:size=8: one seeded 8x8 lake per DPU)")
+    g.add_argument("--grid", default=None, metavar="SPEC",
+                   help="independent agents: a hyperparameter grid, one point per DPU, e.g. "
+                        "'alpha=0.05,0.1,0.2;epsilon=0.1,0.3;seed=0-3' (--dpus defaults to its size)")
+    g.add_argument("--epsilon-end", type=float, default=None,
+                   help="decay epsilon linearly from --epsilon to this (default: constant)")
+    g.add_argument("--decay-steps", type=int, default=0,
+                   help="lane steps of the linear epsilon decay")
+    g.add_argument("--tolerance", type=float, default=1e-6,
+                   help="quality target: success rate and mean return within this (relative "
+                        "for returns) of the optimum's (default 1e-6: optimal)")
+    g.add_argument("--cpu-baseline", action="store_true",
+                   help="also run the same online work on this machine's cores (measured)")
+    g.add_argument("--force-mram", action="store_true",
+                   help="keep the Q-table and environment table in MRAM even when they fit WRAM")
+
+
+GRID_KEYS = ("alpha", "epsilon", "seed")
+
+
+def parse_grid(spec: str) -> list:
+    """``'alpha=0.05,0.1;epsilon=0.1;seed=0-3'`` -> list of dicts (cartesian product, in the
+    order written, the last key varying fastest)."""
+    axes = []
+    for part in (x.strip() for x in spec.split(";")):
+        if not part:
+            continue
+        key, sep, values = part.partition("=")
+        key = key.strip()
+        if not sep or key not in GRID_KEYS:
+            raise ValueError(f"--grid: {part!r} must be KEY=VALUES with KEY in {', '.join(GRID_KEYS)}")
+        vals = []
+        for v in values.split(","):
+            v = v.strip()
+            if key == "seed" and "-" in v:
+                lo, hi = (int(x) for x in v.split("-", 1))
+                if hi < lo:
+                    raise ValueError(f"--grid: seed range {v!r} is empty")
+                vals.extend(range(lo, hi + 1))
+            else:
+                try:
+                    vals.append(int(v) if key == "seed" else float(v))
+                except ValueError:
+                    raise ValueError(f"--grid: {key}={v!r} is not a number") from None
+        if not vals:
+            raise ValueError(f"--grid: {key} has no values")
+        axes.append((key, vals))
+    if not axes:
+        raise ValueError("--grid: empty")
+    keys = [k for k, _ in axes]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"--grid: a key appears twice in {spec!r}")
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
+
+
+def quality(ev: dict, tol: float) -> bool:
+    """Whether an evaluation is within ``tol`` of its optimum (success rate absolute, mean
+    return relative to max(1, |optimal return|)); a better policy also counts."""
+    return (ev["success_rate"] >= ev["optimal_success_rate"] - tol
+            and ev["mean_return"] >= ev["optimal_mean_return"] - tol * max(1.0, abs(ev["optimal_mean_return"])))
+
+
+def suboptimal_states(env, q, q_star, tol: float = 1e-6) -> int:
+    """How many states the greedy policy of ``q`` can reach from the start (episodes not yet
+    terminated) where its action is not optimal under ``q_star`` (value iteration's Q*, within
+    ``tol`` relative): 0 means the policy is optimal wherever it goes."""
+    pi = np.argmax(q, axis=1)
+    s_all = np.arange(env.n_states)
+    v_star = q_star.max(axis=1)
+    bad = q_star[s_all, pi] < v_star - tol * np.maximum(1.0, np.abs(v_star))
+    go = (~env.terminated[s_all, pi]) & (env.prob[s_all, pi] > 0)        # (S, K)
+    reach = env.initial_dist > 0
+    while True:
+        src = np.flatnonzero(reach)
+        nxt = env.next_state[s_all, pi][src][go[src]]
+        grown = reach.copy()
+        grown[nxt] = True
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    return int((bad & reach).sum())
+
+
+def _params(args, **override):
+    from pimrl.online.params import OnlineParams
+
+    kw = dict(algo=args.algo, dtype=args.dtype, alpha=args.alpha, gamma=args.gamma,
+              epsilon=args.epsilon, epsilon_end=args.epsilon_end, decay_steps=args.decay_steps,
+              seed=args.seed, frac_bits=args.frac_bits)
+    kw.update(override)
+    return OnlineParams(**kw)
+
+
+def run_online(args) -> int:
+    from pimrl.cli import UserError
+    from pimrl.envs import make
+    from pimrl.envs.evaluation import evaluate_against_optimum
+    from pimrl.online.trainer import OnlineTrainer
+    from pimrl.pim.hardware import get_hardware, parse_overrides
+
+    if args.data is not None or args.env is None:
+        raise UserError("--online steps an environment: give --env, not a dataset file")
+    if args.steps is None:
+        raise UserError("--online needs --steps K (environment steps per DPU)")
+    if args.algo not in ALGOS or args.dtype not in DTYPES:
+        raise UserError(f"--algo/--dtype: {args.algo}/{args.dtype}")
+    if args.sampling != "seq" or args.epochs != 1 or args.next_action != "logged":
+        raise UserError("--sampling, --epochs and --next-action describe offline datasets; "
+                        "online SARSA always takes the next action it chose")
+    independent = args.agents == "independent"
+    if (args.map_per_dpu or args.grid) and not independent:
+        raise UserError("--map-per-dpu and --grid need --agents independent")
+    try:
+        hw = get_hardware(args.hardware, parse_overrides(args.hw))
+        grid = parse_grid(args.grid) if args.grid else None
+        dpus = [int(x) for x in str(args.dpus).split(",")]
+        if len(dpus) != 1:
+            raise ValueError("--online takes one --dpus count")
+        n = dpus[0]
+        if grid is not None and args.dpus == "64":
+            n = len(grid)
+        if grid is not None and len(grid) != n:
+            raise ValueError(f"--grid has {len(grid)} points for {n} DPUs: one point per DPU")
+        base = _params(args)
+        params = [_params(args, **pt) for pt in grid] if grid else base
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        if args.map_per_dpu:
+            envs = [make(args.env, seed=d) for d in range(n)]
+        else:
+            envs = [make(args.env)]
+    except ValueError as exc:
+        raise UserError(f"--env: {exc}") from None
+    env0 = envs[0]
+    out = {"mode": "online", "agents": args.agents, "env_id": env0.env_id if not args.map_per_dpu
+           else f"{args.env} with seed=d on DPU d", "dpus": n, "tasklets": args.tasklets,
+           "steps_per_dpu": args.steps, "aggregate": args.aggregate, "kernel": args.kernel,
+           "hardware": hw.name, "params": base.as_dict(), "tolerance": args.tolerance}
+    evals = []
+    q_star = None
+    if not independent and not args.no_eval:
+        from pimrl.envs.planning import value_iteration
+
+        q_star, _ = value_iteration(env0, base.gamma)
+
+    def on_round(r, q, ledger):
+        if independent or args.no_eval:
+            return {}
+        ev = evaluate_against_optimum(env0, q, base.gamma)
+        evals.append(ev)
+        return {"success_rate": ev["success_rate"], "mean_return": ev["mean_return"],
+                "optimal": quality(ev, args.tolerance),
+                "suboptimal_states": suboptimal_states(env0, q, q_star)}
+
+    if args.save_q:
+        from pimrl.io import check_destination
+
+        check_destination(args.save_q)
+    trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets, aggregate=args.aggregate,
+                            agents=args.agents, hardware=hw, kernel=args.kernel,
+                            force_mram=args.force_mram)
+    trainer.fit(envs, args.steps, on_round=on_round)
+    L = trainer.layout_
+    out.update(trainer.timings_.as_dict())
+    out["layout"] = {"q_table": "WRAM" if L.q_in_wram else "MRAM",
+                     "env_table": "WRAM" if L.env_in_wram else "MRAM"}
+    out["env_steps"] = trainer.env_steps_
+    out["env_steps_per_modelled_s"] = trainer.env_steps_ / out["modelled_total_s"]
+    out["kernel_env_steps_per_modelled_s"] = trainer.env_steps_ / out["modelled_s"]["dpu_kernel"]
+    c = trainer.counters_
+    from pimrl.online.kernels import OC
+
+    out["episodes"] = int(c[:, OC["episodes"]].sum())
+    out["saturations"] = trainer.saturations_
+    out["rounds"] = trainer.rounds_
+    if not independent:
+        reached = [row for row in trainer.rounds_ if row.get("optimal")]
+        out["time_to_quality_modelled_s"] = reached[0]["modelled_s"] if reached else None
+        out["steps_to_quality_per_dpu"] = reached[0]["steps_per_dpu"] if reached else None
+        # Stricter: the first round from which the policy is Q*-greedy wherever it goes.
+        strict = None
+        for row in reversed(trainer.rounds_):
+            if row.get("suboptimal_states", 1) != 0:
+                break
+            strict = row
+        out["time_to_optimal_policy_modelled_s"] = strict["modelled_s"] if strict else None
+        if evals:
+            out["evaluation"] = evals[-1]
+    else:
+        out["agents_result"] = independent_summary(envs, trainer.q_, params, base.gamma,
+                                                   args.tolerance, grid)
+    if args.cpu_baseline:
+        from pimrl.online.cpu import cpu_online
+
+        if independent:
+            raise UserError("--cpu-baseline runs shared agents only")
+        res = cpu_online(env0, base, n, args.tasklets, args.steps, args.aggregate)
+        same = bool(np.array_equal(res.raw.view(np.uint32), trainer.raw_.view(np.uint32)))
+        out["cpu_baseline"] = {"threads": res.threads, "train_measured_s": res.train_measured_s,
+                               "aggregate_measured_s": res.aggregate_measured_s,
+                               "env_steps_per_measured_s": res.env_steps_per_s_measured,
+                               "tables_equal_dpus": same}
+    if args.save_q:
+        from pimrl.io import atomic_save_npy
+
+        atomic_save_npy(args.save_q, trainer.q_.astype(np.float64))
+        out["saved_q"] = args.save_q
+    if args.json:
+        print(json.dumps(out, sort_keys=True, default=float))
+    else:
+        print_online(out)
+    return 0
+
+
+def independent_summary(envs, q, params, gamma, tol, grid) -> dict:
+    """Each agent against its own environment's optimum: the distribution of the success
+    ratio (agent / optimum), how many are optimal, and per grid point the mean over seeds."""
+    from pimrl.envs.evaluation import evaluate_against_optimum
+
+    n = q.shape[0]
+    rows = []
+    for d in range(n):
+        env = envs[d] if len(envs) > 1 else envs[0]
+        g = params[d].gamma if isinstance(params, list) else gamma
+        ev = evaluate_against_optimum(env, q[d], g)
+        rows.append((ev["success_rate"], ev["optimal_success_rate"], ev["mean_return"],
+                     ev["optimal_mean_return"], quality(ev, tol)))
+    a = np.array([r[:4] for r in rows], dtype=np.float64)
+    ratio = np.where(a[:, 1] > 0, a[:, 0] / np.where(a[:, 1] > 0, a[:, 1], 1.0), 1.0)
+    qs = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+    out = {"agents": n, "optimal_agents": int(sum(r[4] for r in rows)),
+           "success_ratio_quantiles": {f"{int(p * 100)}%": float(np.quantile(ratio, p)) for p in qs},
+           "success_rate_mean": float(a[:, 0].mean()),
+           "optimal_success_rate_mean": float(a[:, 1].mean()),
+           "success_ratio_histogram": np.histogram(np.clip(ratio, 0, 1), bins=10, range=(0, 1))[0].tolist()}
+    if grid is not None:
+        points = {}
+        for d, pt in enumerate(grid):
+            key = tuple((k, v) for k, v in pt.items() if k != "seed")
+            points.setdefault(key, []).append(d)
+        table = []
+        for key, ds in points.items():
+            table.append({**dict(key), "agents": len(ds), "success_ratio_mean": float(ratio[ds].mean()),
+                          "optimal_agents": int(sum(rows[d][4] for d in ds))})
+        table.sort(key=lambda r: -r["success_ratio_mean"])
+        out["grid"] = table
+        out["best_point"] = table[0]
+    return out
+
+
+def print_online(out: dict) -> None:
+    p = out["params"]
+    eps = f"epsilon={p['epsilon']}" + (f"->{p['epsilon_end']} over {p['decay_steps']} steps"
+                                       if p["epsilon_end"] is not None else "")
+    print(f"online    {out['env_id']}, {out['agents']} agents, {out['dpus']} DPUs x "
+          f"{out['tasklets']} tasklets on {out['hardware']}, {out['kernel']} kernel")
+    print(f"learner   {p['algo']} {p['dtype']} alpha={p['alpha']} gamma={p['gamma']} {eps} "
+          f"seed={p['seed']}; {out['steps_per_dpu']} steps per DPU, aggregate {out['aggregate']}")
+    print(f"tables    Q-table in {out['layout']['q_table']}, environment table in "
+          f"{out['layout']['env_table']}")
+    m = out["modelled_s"]
+    print("  time category          ms   kind")
+    for key, label in (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"),
+                       ("inter_dpu", "Inter-DPU"), ("dpu_cpu", "DPU-CPU")):
+        print(f"  {label:<14}{m[key] * 1e3:10.3f}   modelled")
+    print(f"  {'total':<14}{out['modelled_total_s'] * 1e3:10.3f}   modelled")
+    print(f"  {'simulation':<14}{out['measured_s']['simulation_wall'] * 1e3:10.3f}   measured (simulator wall clock)")
+    print(f"throughput {out['env_steps']} environment steps, {out['episodes']} episodes ended: "
+          f"{out['env_steps_per_modelled_s'] / 1e6:.1f} M steps per modelled second "
+          f"(kernel only {out['kernel_env_steps_per_modelled_s'] / 1e6:.1f} M)")
+    if "cpu_baseline" in out:
+        c = out["cpu_baseline"]
+        print(f"CPU baseline ({c['threads']} threads, same work): "
+              f"{c['env_steps_per_measured_s'] / 1e6:.1f} M steps per measured second; tables "
+              f"{'equal' if c['tables_equal_dpus'] else 'DIFFER from'} the DPUs' bit for bit")
+    if p["dtype"] == "int32":
+        print(f"fixed-point saturations: {out['saturations']}")
+    if out["agents"] == "shared":
+        print("\nround  steps/DPU   modelled ms   success   mean return   >= optimum   "
+              "non-Q*-greedy reachable states")
+        for r in out["rounds"]:
+            if "success_rate" in r:
+                print(f"{r['round']:5d} {r['steps_per_dpu']:10d} {r['modelled_s'] * 1e3:13.3f} "
+                      f"{r['success_rate']:9.4f} {r['mean_return']:13.4f}   "
+                      f"{'yes' if r['optimal'] else 'no':>10}   {r['suboptimal_states']:6d}")
+        if "evaluation" in out:
+            e = out["evaluation"]
+            print(f"optimum: success {e['optimal_success_rate']:.4f}, mean return "
+                  f"{e['optimal_mean_return']:.4f} (exact, horizon {e['horizon']})")
+            t = out["time_to_quality_modelled_s"]
+            print("time to quality: " + (f"{t * 1e3:.3f} ms modelled ({out['steps_to_quality_per_dpu']} "
+                                         f"steps per DPU)" if t is not None else "not reached"))
+            t = out["time_to_optimal_policy_modelled_s"]
+            print("Q*-greedy wherever it goes from then on: " + (f"{t * 1e3:.3f} ms modelled"
+                                                                 if t is not None else "not reached"))
+    else:
+        a = out["agents_result"]
+        print(f"\n{a['agents']} independent agents, each against its own optimum (exact): "
+              f"{a['optimal_agents']} optimal")
+        print("  success ratio (agent / optimum) quantiles: " + "  ".join(
+            f"{k} {v:.3f}" for k, v in a["success_ratio_quantiles"].items()))
+        print(f"  histogram over [0, 1] in tenths: {a['success_ratio_histogram']}")
+        if "best_point" in a:
+            print("  grid (mean success ratio over seeds), best first:")
+            for row in a["grid"][:10]:
+                keys = "  ".join(f"{k}={row[k]}" for k in row if k not in ("agents", "success_ratio_mean", "optimal_agents"))
+                print(f"    {keys:<30} {row['success_ratio_mean']:.4f}  ({row['optimal_agents']}/{row['agents']} optimal)")

@@ -1,0 +1,238 @@
+"""The host side of online runs on simulated DPUs.
+
+:class:`OnlineTrainer` pushes the environment tables (a broadcast when every DPU steps the
+same environment, one table per DPU for independent agents), the parameters and the lanes'
+streams, then runs rounds: launch (each DPU takes its share of the round's environment
+steps), gather the Q-tables, aggregate them on the host, evaluate the aggregate exactly, and
+broadcast it back for the next round. No dataset is pushed. With ``agents="independent"``
+every DPU is its own agent (its own environment and/or hyperparameters) and nothing is
+aggregated: the result is one table per DPU.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pimrl.envs.core import TabularEnv
+from pimrl.learners.variants import OP_STEPS
+from pimrl.online import kernels as ok
+from pimrl.online.envtable import dpu_env
+from pimrl.online.params import OnlineParams
+from pimrl.partition import even_bounds
+from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.pim.hardware import Hardware, get_hardware
+from pimrl.pim.online_program import OnlineProgram
+from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+from pimrl.rng import lane_seed, lane_seeds
+
+
+def _c_kernel(*args, **kwargs):
+    from pimrl.dpurt.online import online_c_program   # needs a C compiler: imported on demand
+
+    return online_c_program(*args, **kwargs)
+
+
+#: The DPU programs that run the online kernel: the numba one built into the simulator, or
+#: kernels/online.c run by the DPU runtime. Both take (variant, S, A, K, M, tasklets,
+#: hardware, count_visits=, force_mram=).
+ONLINE_KERNELS = {"numba": OnlineProgram, "c": _c_kernel}
+
+
+def _lane_rng(params_per_dpu, tasklets):
+    """The lanes' initial streams: lane t of DPU d is lane ``d * T + t`` under its DPU's seed."""
+    seeds = [p.seed for p in params_per_dpu]
+    n = len(seeds)
+    if len(set(seeds)) == 1:
+        return lane_seeds(seeds[0], np.arange(n * tasklets)).reshape(n, tasklets)
+    return np.array([[lane_seed(seeds[d], d * tasklets + t) for t in range(tasklets)]
+                     for d in range(n)], dtype=np.uint32)
+
+
+class OnlineTrainer:
+    """Online learning on ``n_dpus`` simulated DPUs.
+
+    ``fit(envs, steps)``: ``envs`` one :class:`TabularEnv` (every DPU steps it) or one per
+    DPU (``agents="independent"``); ``steps`` environment steps per DPU in all, split evenly
+    over the rounds of ``aggregate`` (``mean`` | ``weighted`` | ``sync:R`` |
+    ``sync:R:weighted``). ``params``: one :class:`OnlineParams`, or one per DPU (a
+    hyperparameter grid; independent agents only). ``on_round(r, q, timings)`` is called
+    after each round's aggregation (shared agents) with the aggregate as float64.
+
+    After ``fit``: ``q_`` (float64 aggregate, or (n_dpus, S, A) for independent agents),
+    ``timings_`` (the ledger), ``counters_`` (summed over launches), ``rounds_`` (per round:
+    steps so far, modelled seconds so far, and what ``on_round`` returned).
+    """
+
+    def __init__(self, params, n_dpus: int = 64, tasklets: int = 16, aggregate: str = "mean",
+                 agents: str = "shared", hardware: Hardware | str = "upmem-2556",
+                 kernel="numba", force_mram: bool = False):
+        self.params = params
+        self.n_dpus = n_dpus
+        self.tasklets = tasklets
+        self.aggregate = aggregate
+        self.agents = agents
+        self.hardware = hardware
+        self.kernel = kernel
+        self.force_mram = force_mram
+
+    def fit(self, envs, steps: int, on_round=None) -> "OnlineTrainer":
+        t_start = time.perf_counter()
+        n = self.n_dpus
+        if self.agents not in ("shared", "independent"):
+            raise ValueError(f"agents must be shared or independent; got {self.agents!r}")
+        independent = self.agents == "independent"
+        if n < 1:
+            raise ValueError(f"--dpus must be at least 1; got {n}")
+        if int(steps) != steps or steps < 1:
+            raise ValueError(f"--steps must be a positive integer; got {steps!r}")
+        envs = [envs] if isinstance(envs, TabularEnv) else list(envs)
+        if len(envs) not in (1, n):
+            raise ValueError(f"{len(envs)} environments for {n} DPUs: give one, or one per DPU")
+        if len(envs) > 1 and not independent:
+            raise ValueError("one environment per DPU needs --agents independent")
+        plist = [self.params] * n if isinstance(self.params, OnlineParams) else list(self.params)
+        if len(plist) != n:
+            raise ValueError(f"{len(plist)} parameter sets for {n} DPUs")
+        if len(set(plist)) > 1 and not independent:
+            raise ValueError("per-DPU hyperparameters need --agents independent")
+        p0 = plist[0]
+        if any((p.algo, p.dtype, p.frac_bits) != (p0.algo, p0.dtype, p0.frac_bits) for p in plist):
+            raise ValueError("every DPU runs one kernel: algo, dtype and frac_bits must agree")
+        spec = parse_aggregate(self.aggregate)
+        if independent and spec.name != "mean":
+            raise ValueError("independent agents are not aggregated: drop --aggregate weighted")
+        hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
+        if n > hw.n_dpus:
+            raise ValueError(f"--dpus {n}: {hw.name} has {hw.n_dpus} functional DPUs")
+        denvs = [dpu_env(e) for e in envs]
+        shape = denvs[0].shape
+        for e in denvs:
+            if e.shape != shape:
+                raise ValueError(f"environments of one run must have equal tables: {e.env_id} "
+                                 f"has {e.shape}, {denvs[0].env_id} has {shape}")
+        S, A, K = shape
+        M = max(e.n_start for e in denvs)
+        factory = ONLINE_KERNELS.get(self.kernel, self.kernel)
+        if not callable(factory):
+            raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(ONLINE_KERNELS)}")
+        program = factory(p0.variant, S, A, K, M, self.tasklets, hw,
+                          count_visits=spec.needs_visits, force_mram=self.force_mram)
+        L = program.layout
+
+        dpus = dpu_alloc(n, machine=Machine(hw))
+        counters = np.zeros((n, len(ok.ONLINE_COUNTERS)), dtype=np.int64)
+        rounds = []
+        try:
+            dpus.load(program)
+            with dpus.phase("cpu_dpu"):
+                self._push_env(dpus, denvs, L, p0)
+                if len(set(plist)) == 1 and len(denvs) == 1:
+                    words = np.tile(p0.words(denvs[0].max_episode_steps, denvs[0].n_start), (n, 1))
+                else:                                     # per-DPU maps or hyperparameters
+                    own = [denvs[d] if len(denvs) > 1 else denvs[0] for d in range(n)]
+                    words = np.stack([p.words(e.max_episode_steps, e.n_start)
+                                      for p, e in zip(plist, own)])
+                dpus.scatter_to("rng_state", 0, _lane_rng(plist, self.tasklets).view(np.uint8).reshape(n, -1))
+                dpus.broadcast_to("lanes", 0, ok.new_lanes(1, self.tasklets).view(np.uint8).ravel())
+                if not L.q_in_wram:                       # a zero table, rows padded to 8 B
+                    dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram,
+                                      np.zeros(S * L.row_bytes, dtype=np.uint8))
+                if spec.needs_visits and L.visits_mram is not None:
+                    dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.visits_mram,
+                                      np.zeros(4 * S * A, dtype=np.uint8))
+            round_steps = np.diff(even_bounds(int(steps), spec.rounds))
+            raw_dtype = np.int32 if p0.dtype == "int32" else np.float32
+            agg_s = eval_s = 0.0
+            visits_before = 0
+            done = 0
+            for r, k in enumerate(round_steps):
+                last = r == len(round_steps) - 1
+                words[:, OP_STEPS] = k
+                with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+                    dpus.scatter_to("params", 0, words.view(np.uint8).reshape(n, -1))
+                result = dpus.launch()
+                counters += result.counters
+                done += int(k)
+                with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+                    raw = self._gather_q(dpus, L, raw_dtype)
+                    visits = self._gather_visits(dpus, L) if spec.needs_visits else None
+                if independent:
+                    q = raw.astype(np.float64) * raw_scale(p0.dtype, p0.frac_bits)
+                else:
+                    t0 = time.perf_counter()
+                    if visits is not None:
+                        visits, visits_before = visits - visits_before, visits
+                    q = AGGREGATORS[spec.name](raw, raw_scale(p0.dtype, p0.frac_bits), visits)
+                    agg_s += time.perf_counter() - t0
+                    if not last:
+                        with dpus.phase("inter_dpu"):
+                            self._broadcast_q(dpus, L, float_to_raw(q, p0.dtype, p0.frac_bits))
+                row = {"round": r + 1, "steps_per_dpu": done, "env_steps": done * n,
+                       "modelled_s": dpus.alloc.ledger.modelled_total_s}
+                if on_round is not None:
+                    t0 = time.perf_counter()
+                    row.update(on_round(r, q, dpus.alloc.ledger) or {})
+                    eval_s += time.perf_counter() - t0
+                rounds.append(row)
+        finally:
+            dpus.free()
+        self.q_ = q
+        self.raw_ = raw
+        self.timings_ = dpus.alloc.ledger
+        self.timings_.measure("host_aggregation", agg_s)
+        self.timings_.measure("host_evaluation", eval_s)
+        self.timings_.measure("simulation_wall", time.perf_counter() - t_start)
+        self.counters_ = counters
+        self.rounds_ = rounds
+        self.program_ = program
+        self.layout_ = L
+        self.hardware_ = hw
+        self.env_steps_ = int(counters[:, ok.OC_STEPS].sum())
+        self.saturations_ = int(counters[:, ok.OC_SAT].sum())
+        return self
+
+    # -- transfers ---------------------------------------------------------------------------
+    @staticmethod
+    def _push_env(dpus, denvs, L, p):
+        """The outcome and start tables: one broadcast when shared, else one row per DPU."""
+        recs = [e.outcome_records(p.dtype, p.frac_bits).view(np.uint8) for e in denvs]
+        starts = []
+        for e in denvs:
+            s = e.start_records()
+            pad = np.repeat(s[-1:], L.n_start - len(s))
+            starts.append(np.concatenate([s, pad]).view(np.uint8))
+        where = (DPU_MRAM_HEAP_POINTER_NAME, L.env_mram) if not L.env_in_wram else ("env_table", 0)
+        if len(denvs) == 1:
+            dpus.broadcast_to(*where, recs[0])
+            dpus.broadcast_to("start_table", 0, starts[0])
+        else:
+            dpus.scatter_to(*where, np.stack(recs))
+            dpus.scatter_to("start_table", 0, np.stack(starts))
+
+    @staticmethod
+    def _gather_q(dpus, L, raw_dtype):
+        n, S, A = dpus.nr_dpus, L.n_states, L.n_actions
+        if L.q_in_wram:
+            return dpus.gather_from("q_table", 0, 4 * S * A).view(raw_dtype).reshape(n, S, A)
+        rows = dpus.gather_from(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram, S * L.row_bytes)
+        rows = rows.reshape(n, S, L.row_bytes)[:, :, :4 * A]
+        return np.ascontiguousarray(rows).view(raw_dtype).reshape(n, S, A)
+
+    @staticmethod
+    def _gather_visits(dpus, L):
+        n, S, A = dpus.nr_dpus, L.n_states, L.n_actions
+        if L.visits_mram is None:
+            return dpus.gather_from("visits", 0, 4 * S * A).view(np.uint32).reshape(n, S, A).astype(np.int64)
+        return dpus.gather_from(DPU_MRAM_HEAP_POINTER_NAME, L.visits_mram, 4 * S * A).view(
+            np.uint32).reshape(n, S, A).astype(np.int64)
+
+    @staticmethod
+    def _broadcast_q(dpus, L, raw):
+        S, A = L.n_states, L.n_actions
+        if L.q_in_wram:
+            dpus.broadcast_to("q_table", 0, raw)
+        else:
+            rows = np.zeros((S, L.row_bytes), dtype=np.uint8)
+            rows[:, :4 * A] = np.ascontiguousarray(raw).view(np.uint8).reshape(S, 4 * A)
+            dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram, rows.ravel())
