@@ -18,6 +18,7 @@ import numpy as np
 from pimrl.dpurt import cc
 from pimrl.dpurt.program import DpuRtProgram
 from pimrl.dpurt.swiftrl import build_dir
+from pimrl.io import atomic_write_text
 from pimrl.learners.variants import HEADER, ONLINE_COUNTERS, ONLINE_HEADER, OnlineVariant, online_c_header
 from pimrl.pim.online_program import online_instruction_costs, online_kernel_cycles, online_layout
 from pimrl.pim.system import LaunchResult
@@ -32,9 +33,7 @@ def header_is_current() -> bool:
 
 
 def write_header() -> Path:
-    path = KERNELS / ONLINE_HEADER
-    path.write_text(online_c_header())
-    return path
+    return atomic_write_text(KERNELS / ONLINE_HEADER, online_c_header())
 
 
 def _sources_key() -> str:

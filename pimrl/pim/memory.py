@@ -113,9 +113,21 @@ def mram_copy_to_wram(page_row, pool, addr, dst, dst_off, n):
         lo = a & (PAGE_BYTES - 1)
         chunk = min(n - done, PAGE_BYTES - lo)
         pid = page_row[page]
-        if pid == 0:
+        o = dst_off + done
+        if (o | lo | chunk) & 7 == 0:
+            # 8-byte words, as the DMA engine moves them (every DMA the rules allow).
+            d64 = dst[o:o + chunk].view(np.uint64)
+            if pid == 0:
+                d64[:] = 0
+            else:
+                s64 = pool[pid - 1, lo:lo + chunk].view(np.uint64)
+                for i in range(chunk >> 3):
+                    d64[i] = s64[i]
+        elif pid == 0:
             for i in range(chunk):
-                dst[dst_off + done + i] = 0
+                dst[o + i] = 0
         else:
-            dst[dst_off + done:dst_off + done + chunk] = pool[pid - 1, lo:lo + chunk]
+            src = pool[pid - 1]
+            for i in range(chunk):
+                dst[o + i] = src[lo + i]
         done += chunk

@@ -125,8 +125,10 @@ def _build_kernel(variant: Variant, count_visits: bool):
                     off[t] = 0
                     blk_lo[t] = -1
                     blk_hi[t] = -1
+                next_block = 0
                 for i in range(longest):
-                    if chunked and i % block_records == 0:
+                    if chunked and i == next_block:
+                        next_block += block_records
                         # Each unfinished lane's next block, before the step that needs it.
                         for t in range(tasklets):
                             if i < length[t]:
@@ -192,10 +194,11 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         if VISITS:
                             visits[s, a] += 1
                         n_updates += 1
-                        n_scanned += sc
-                        n_rng += dr
-                        n_below += dr == 2
                         n_terminal += term
+                        if DRAW:                    # otherwise derived after the loop
+                            n_scanned += sc
+                            n_rng += dr
+                            n_below += dr == 2
                     if fault:
                         break
                 if fault:
@@ -204,6 +207,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
             if fault:
                 stats[C_FAULT] = fault
                 continue
+            if IS_Q:                                # the max scans every action
+                n_scanned = n_actions * (n_updates - n_terminal)
             if SAMPLING == RAN:
                 n_rng += n_updates
                 n_below += n_updates
