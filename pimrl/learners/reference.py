@@ -68,11 +68,13 @@ class PartitionResult:
 
 
 def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
-                    lane_ids=None, q_init=None, rng=None, cols=None) -> PartitionResult:
+                    lane_ids=None, q_init=None, rng=None, cols=None, v=None,
+                    own=None) -> PartitionResult:
     """Learn one partition. ``lanes``: (T, 2) record ranges, one per tasklet.
 
     ``lane_ids`` (global lane numbers) seed the lanes' streams unless ``rng`` (their current
-    states) is given; ``q_init`` (raw dtype) continues from an earlier table.
+    states) is given; ``q_init`` (raw dtype) continues from an earlier table. State-owned
+    variants take ``v`` (raw broadcast values) and ``own`` (the owned range lo, hi).
     """
     lanes = np.ascontiguousarray(lanes, dtype=np.int64).reshape(-1, 2)
     if rng is None:
@@ -84,7 +86,8 @@ def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
          else np.array(q_init, dtype=raw_dtype).reshape(1, n_states, n_actions))
     sat = np.zeros(1, np.int64)
     cols = columns(records, params) if cols is None else cols
-    compiled(params.variant).partitions(*cols, lanes[None], rng, q, params.kernel_scalars(), sat)
+    compiled(params.variant).partitions(*cols, lanes[None], rng, q, params.kernel_scalars(), sat,
+                                        v=v, own=None if own is None else np.reshape(own, (1, 2)))
     return PartitionResult(q[0], rng[0], int(sat[0]))
 
 
