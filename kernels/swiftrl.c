@@ -8,7 +8,8 @@
  * SWIFTRL_SAMPLING 0 SEQ | 1 STR | 2 RAN; BLOCK_BYTES the DMA block (default 2048);
  * COUNT_VISITS 1 to count visits per (s, a) (for the visit-weighted aggregator);
  * SWIFTRL_BOOTSTRAP 1 (OWNED, Q-learning): state-owned learning, bootstrapping from the
- * DPU's own rows for states in [params.own_lo, params.own_hi) and from v_table otherwise.
+ * DPU's own rows for the states of [params.own_lo, params.own_hi) it alone holds and from
+ * v_table otherwise.
  *
  * It follows docs/design.md exactly, as the simulator's built-in kernel
  * (pimrl/pim/rlprogram.py) and the reference learner do: the DPU's records are split into
@@ -178,6 +179,9 @@ int main(void)
 #endif
 #if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
     const int64_t own_lo = params.own_lo, own_hi = params.own_hi;
+    /* fresh rows only for the states no other DPU shares */
+    const int64_t fresh_lo = own_lo + (params.own_shared & 1);
+    const int64_t fresh_hi = own_hi - ((params.own_shared >> 1) & 1);
 #endif
     uint32_t rng = rng_state[t];
     int64_t n_updates = 0, n_terminal = 0, n_scanned = 0, n_rng = 0, n_below = 0;
@@ -235,7 +239,7 @@ int main(void)
                 } else {
                     q_t m;
 #if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
-                    if (s2 >= own_lo && s2 < own_hi) {
+                    if (s2 >= fresh_lo && s2 < fresh_hi) {
                         m = row_max(q_table[s2]);
                         n_scanned += N_ACTIONS;
                     } else {

@@ -64,8 +64,9 @@ typedef struct swiftrl_params {
     int64_t gamma_fx;
     int64_t n_records;       /* this DPU's transitions, at the start of the MRAM heap */
     int64_t own_lo;          /* SWIFTRL_BOOTSTRAP_OWNED: the states [own_lo, own_hi) */
-    int64_t own_hi;          /* this DPU owns (bootstraps from its own rows) */
-    int64_t reserved[SWIFTRL_PARAMS_WORDS - 15];
+    int64_t own_hi;          /* this DPU holds */
+    int64_t own_shared;      /* bit 0: own_lo, bit 1: own_hi - 1 is shared with another DPU */
+    int64_t reserved[SWIFTRL_PARAMS_WORDS - 16];
 } swiftrl_params_t;
 
 /* WRAM symbol "stats": int64 work counters per DPU (pimrl.pim.cost.COUNTERS). */

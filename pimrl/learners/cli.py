@@ -57,7 +57,9 @@ def register(subparsers) -> None:
     g = p.add_argument_group("PIM backend")
     g.add_argument("--dpus", default="64", help="DPU count, or a comma list for a scaling table")
     g.add_argument("--tasklets", type=int, default=16)
-    g.add_argument("--aggregate", default="mean", help="mean | weighted | sync:R | sync:R:weighted")
+    g.add_argument("--aggregate", default="mean",
+                   help="mean | weighted | sync:R | sync:R:weighted | own:R (state-owned "
+                   "Q-learning, R rounds: docs/state-owned.md)")
     g.add_argument("--partition", choices=("contiguous", "shuffle"), default="contiguous",
                    help="contiguous chunks (SwiftRL), or a seeded shuffle first")
     g.add_argument("--shuffle-seed", type=int, default=0, help="seed of --partition shuffle")
@@ -121,11 +123,13 @@ def _dpu_counts(text: str):
 
 
 def run_pim(records, env, params, args, n_dpus, hw):
+    from pimrl.experiments.quality import round_evaluator
     from pimrl.pim.trainer import PimTrainer
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
-                         block_bytes=args.block_bytes, kernel=args.kernel)
+                         block_bytes=args.block_bytes, kernel=args.kernel,
+                         on_round=None if args.no_eval else round_evaluator(env, params.gamma))
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -188,6 +192,11 @@ def run_train(args: argparse.Namespace) -> int:
                    "kernel": args.kernel, "hardware": hw.name, **tr.timings_.as_dict(),
                    "saturations": tr.saturations_, "n_updates": tr.n_updates_,
                    "max_partition": int(np.diff(tr.bounds_).max())}
+            if not args.no_eval:
+                from pimrl.experiments.quality import TOLERANCE_TEXT, time_to_quality
+
+                run.update(time_to_quality(tr.rounds_), quality_tolerance=TOLERANCE_TEXT,
+                           rounds=tr.rounds_)
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 
@@ -290,6 +299,14 @@ def print_report(out, params):
             print(f"  {'total':<14}{_ms(r['modelled_total_s'])}   modelled")
             print(f"  {'host aggregation':<14}{_ms(r['measured_s']['host_aggregation'])}   measured (this machine)")
             print(f"  {'simulation':<14}{_ms(r['measured_s']['simulation_wall'])}   measured (simulator wall clock)")
+            if "quality_round" in r:
+                rounds = len(r["rounds"])
+                if r["quality_round"] is None:
+                    print(f"  time to quality: not reached in {rounds} round{'s' * (rounds > 1)} "
+                          f"({r['quality_tolerance']})")
+                else:
+                    print(f"  time to quality{_ms(r['time_to_quality_modelled_s'])}   modelled "
+                          f"(round {r['quality_round']} of {rounds}; {r['quality_tolerance']})")
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
             print("\nModelled strong scaling (total time, against the first DPU count), with the "

@@ -113,8 +113,8 @@ def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
 @njit(cache=True, inline="always")
 def owned_value(q, v, own_lo, own_hi, s2):
     """Q-learning's bootstrap under state ownership (variant bootstrap ``owned``): the DPU's
-    own fresh row for the states it owns, the broadcast ``v`` for the others:
-    (value, entries scanned)."""
+    own fresh row for the states [own_lo, own_hi) it alone holds, the broadcast ``v`` for the
+    others: (value, entries scanned)."""
     if s2 >= own_lo and s2 < own_hi:
         _, m = row_max(q, s2)
         return m, q.shape[1]
@@ -209,8 +209,8 @@ def _build(variant: Variant):
     def partitions(state, action, reward, next_state, next_action, terminated, lanes, rng, q,
                    scalars, sat, v, own, lo, hi):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
-        docs/design.md. ``v`` (S,) and ``own`` (P, 2): the broadcast values and each
-        partition's owned states (variant bootstrap ``owned``; ignored otherwise)."""
+        docs/design.md. ``v`` (S,) and ``own`` (P, 2): the broadcast values and the states
+        each partition alone holds (variant bootstrap ``owned``; ignored otherwise)."""
         eps = scalars[P_EPS]
         frac = scalars[P_FRAC]
         stride = scalars[P_STRIDE]

@@ -74,7 +74,7 @@ NEXT_ACTION = Axis("next_action", "SARSA's next action b'", "", (
 ))
 BOOTSTRAP = Axis("bootstrap", "where a non-terminal update reads the value of s'", "SWIFTRL_BOOTSTRAP", (
     Choice("table", 0, "the DPU's own table, every state", "SWIFTRL_BOOTSTRAP_TABLE"),
-    Choice("owned", 1, "own rows for s' in [own_lo, own_hi), else the broadcast V[s'] "
+    Choice("owned", 1, "own rows for the s' it alone holds, else the broadcast V[s'] "
            "(state-owned learning, --aggregate own:R; Q-learning only)", "SWIFTRL_BOOTSTRAP_OWNED"),
 ))
 AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION, BOOTSTRAP)
@@ -217,13 +217,16 @@ PARAM_FIELDS = (
     ("n_records", "this DPU's transitions, at the start of its MRAM heap"),
     ("own_lo", "first state this DPU owns (bootstrap owned)"),
     ("own_hi", "one past the last state this DPU owns (bootstrap owned)"),
+    ("own_shared", "bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU "
+                   "(bootstraps from the broadcast V, not the DPU's partial row)"),
 )
 PARAMS_WORDS = 16
 #: Words the host sets per DPU; the rest are the learner's scalars.
-HOST_FIELDS = ("n_records", "own_lo", "own_hi")
+HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared")
 KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS if name not in HOST_FIELDS)
 P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
-    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI = range(len(PARAM_FIELDS))
+    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI, P_OWN_SHARED = \
+    range(len(PARAM_FIELDS))
 assert len(PARAM_FIELDS) <= PARAMS_WORDS
 
 

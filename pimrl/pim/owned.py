@@ -8,8 +8,9 @@ transitions than one part straddles a cut and is *split* over several DPUs; a sp
 only be the first or the last state of a DPU's range.
 
 Each of R rounds: every DPU runs its epochs of Q-learning, bootstrapping from its own fresh
-rows for the states it owns and from the broadcast value vector ``V(s') = max_a Q(s', a)``
-for the others (the kernel variant ``bootstrap=owned``); it then leaves its first and last
+rows for the states it alone holds and from the broadcast value vector
+``V(s') = max_a Q(s', a)`` for the others (split states included: a copy of a split row has
+seen only part of the state's data, and actions it never saw would still hold stale values) (the kernel variant ``bootstrap=owned``); it then leaves its first and last
 rows and the values of its states in ``v_out``, which the host gathers (one transfer); the
 host merges the copies of each split state's row (weighted by how many of the state's
 transitions each copy holds, per action), takes their values, and broadcasts the new ``V``
@@ -30,7 +31,9 @@ import numpy as np
 from pimrl.learners import fixedpoint
 from pimrl.learners.kernels import compiled
 from pimrl.learners.reference import columns
-from pimrl.learners.variants import P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, PARAMS_WORDS
+from pimrl.learners.variants import (
+    P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, PARAMS_WORDS,
+)
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim import cost
 from pimrl.pim.aggregate import float_to_raw, raw_scale
@@ -55,6 +58,19 @@ class OwnerPlan:
     @property
     def n_dpus(self) -> int:
         return len(self.bounds) - 1
+
+    @property
+    def shared(self) -> np.ndarray:
+        """(D,) the kernel's ``own_shared`` word: bit 0 when the first state of the DPU's range
+        is split, bit 1 when the last is."""
+        return (self.split[self.own[:, 0]].astype(np.int64)
+                | (self.split[self.own[:, 1] - 1].astype(np.int64) << 1))
+
+    @property
+    def fresh(self) -> np.ndarray:
+        """(D, 2) the states each DPU alone holds (bootstraps from its own rows)."""
+        sh = self.shared
+        return np.stack([self.own[:, 0] + (sh & 1), self.own[:, 1] - ((sh >> 1) & 1)], axis=1)
 
     @property
     def longest_range(self) -> int:
@@ -168,7 +184,7 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     for r, epochs in enumerate(np.diff(even_bounds(p.epochs, rounds))):
         sc = scalars.copy()
         sc[P_EPOCHS] = epochs
-        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.own)
+        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh)
         if r < rounds - 1:
             d = np.arange(n_dpus)
             edges = np.stack([q[d, plan.own[:, 0]], q[d, plan.own[:, 1] - 1]], axis=1)
@@ -225,6 +241,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         params[:, P_N_RECORDS] = np.diff(plan.bounds)
         params[:, P_OWN_LO] = plan.own[:, 0]
         params[:, P_OWN_HI] = plan.own[:, 1]
+        params[:, P_OWN_SHARED] = plan.shared
         lanes = np.arange(n * trainer.tasklets)
         dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes).reshape(n, -1))
         v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros

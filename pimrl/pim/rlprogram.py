@@ -29,7 +29,8 @@ from pimrl.learners.kernels import (
     update_f32_owned, update_i32, update_i32_owned,
 )
 from pimrl.learners.variants import (
-    P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_SAMPLING,
+    P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
+    P_SAMPLING,
     P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
@@ -97,6 +98,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
                 vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.float32)
                 alpha, gamma = learning_rates_f32(params)
             own_lo, own_hi = params[P_OWN_LO], params[P_OWN_HI]
+            fresh_lo = own_lo + (params[P_OWN_SHARED] & 1)        # rows no other DPU shares
+            fresh_hi = own_hi - ((params[P_OWN_SHARED] >> 1) & 1)
             for c in range(N_COUNTERS):
                 stats[c] = 0
             eps = params[P_EPS]
@@ -185,11 +188,11 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             break
                         dr = 0
                         if OWNED and IS_INT:
-                            sc, ns = update_i32_owned(q, vv, own_lo, own_hi, s, a, buf_r[w + 2],
+                            sc, ns = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2],
                                                       s2, term, alpha, gamma, frac)
                             n_sat += ns
                         elif OWNED:
-                            sc = update_f32_owned(q, vv, own_lo, own_hi, s, a, buf_r[w + 2], s2,
+                            sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2], s2,
                                                   term, alpha, gamma)
                         elif IS_INT:
                             x, sc, dr, ns = update_i32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q,
