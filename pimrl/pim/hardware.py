@@ -68,7 +68,8 @@ class Hardware:
     # Fixed host-side latencies (uncertain estimates, no published measurement: see
     # docs/state-owned.md; 0 allowed for what-ifs): one dpu_launch (boot command to every rank
     # and the polling of their completion), and one host synchronisation round between
-    # launches (host thread barrier and the merge's bookkeeping), beyond its transfers.
+    # launches (host thread barrier and the merge's bookkeeping), beyond its transfers. The
+    # trainers charge them (calibration microbenchmarks time their launches without them).
     launch_latency_s: float = 50e-6
     sync_latency_s: float = 20e-6
 

@@ -469,7 +469,6 @@ class DpuSet:
         program = self.program()
         result = program.launch(self.alloc, self.slots)
         seconds = float(result.cycles.max()) / self.alloc.hw.frequency_hz if len(result.cycles) else 0.0
-        seconds += self.alloc.hw.launch_latency_s      # boot and completion polling
         self.alloc.ledger.add("dpu_kernel", seconds, f"launch {program.name}", dpus=self.nr_dpus,
                               max_cycles=float(result.cycles.max()) if len(result.cycles) else 0.0)
         if policy == DPU_ASYNCHRONOUS:
