@@ -14,6 +14,9 @@ the modelled run.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
+
 SUCCESS_TOL = 0.01
 RETURN_TOL_REL = 0.01
 RETURN_TOL_MIN = 0.01
@@ -71,3 +74,99 @@ def parse_curve(text: str) -> list:
     if not text:
         return []
     return [tuple(float(x) for x in part.split(":")) for part in str(text).split("|")]
+
+
+# --------------------------------------------------------------------------- study output
+def _f(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
+    """``quality_<sweep>.png`` per sweep with per-round curves: the greedy policy's exact
+    mean return against the modelled time, one panel per environment and DPU count, one
+    line per scheme; the optimum dashed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    for sweep in sorted({r["sweep"] for r in rows if r.get("quality_curve")}):
+        sr = [r for r in rows if r["sweep"] == sweep and r.get("quality_curve")]
+        envs = sorted({r["env"] for r in sr})
+        counts = sorted({int(r["n_dpus"]) for r in sr})
+        if len(counts) > max_columns:      # the smallest, a middle one, the two largest
+            counts = sorted({counts[0], counts[len(counts) // 2 - 1], counts[-2], counts[-1]})
+        fig, axes = plt.subplots(len(envs), len(counts), figsize=(3.4 * len(counts), 2.8 * len(envs)),
+                                 squeeze=False)
+        for i, env in enumerate(envs):
+            for j, n in enumerate(counts):
+                ax = axes[i][j]
+                for r in sorted((r for r in sr if r["env"] == env and int(r["n_dpus"]) == n),
+                                key=lambda r: r["aggregator"]):
+                    pts = parse_curve(r["quality_curve"])
+                    t = [p[0] * 1e3 for p in pts]
+                    ax.plot(t, [p[1] for p in pts], marker="o" if len(pts) == 1 else None,
+                            ms=4, lw=1.2, label=r["aggregator"])
+                opt = _f(next(r for r in sr if r["env"] == env)["optimal_mean_return"])
+                ax.axhline(opt, color="k", ls="--", lw=0.8)
+                ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                ax.set_title(f"{env}, {n} DPUs", fontsize=9)
+                if j == 0:
+                    ax.set_ylabel("mean return (exact)")
+                if i == len(envs) - 1:
+                    ax.set_xlabel("modelled time (ms)")
+                ax.tick_params(labelsize=7)
+        axes[0][-1].legend(fontsize=7, loc="lower right")
+        fig.suptitle(f"Greedy policy after every round against modelled time ({sweep}); "
+                     f"dashed: the optimum", fontsize=10)
+        fig.tight_layout()
+        for ext in ("png",):
+            p = Path(figdir) / f"time_to_quality_{sweep}.{ext}"
+            fig.savefig(p, dpi=120, bbox_inches="tight")
+            written.append(str(p))
+        plt.close(fig)
+
+
+def tradeoff_table(rows) -> str:
+    """Markdown: per environment and DPU count, for each scheme family (``sync:R``,
+    ``sync:R:weighted``, ``own:R``, and the one-shot ``mean`` / ``weighted``), the cheapest
+    run (least modelled total) whose final greedy policy reaches the optimum, its modelled
+    time, its ratio to ``mean`` at the same DPU count, and its time to quality."""
+    def family(agg):
+        parts = agg.split(":")
+        if parts[0] in ("mean", "weighted"):
+            return agg
+        return parts[0] + ":R" + (":weighted" if parts[-1] == "weighted" else "")
+
+    mean = {(r["env"], int(r["n_dpus"])): _f(r["pim_total_modelled_s"]) for r in rows
+            if r["aggregator"] == "mean"}
+    fams = ["mean", "weighted", "sync:R", "sync:R:weighted", "own:R"]
+    lines = ["| env | DPUs | " + " | ".join(fams) + " |", "|---|---|" + "---|" * len(fams)]
+    keys = sorted({(r["env"], int(r["n_dpus"])) for r in rows})
+    for env, n in keys:
+        cells = []
+        for fam in fams:
+            cand = [r for r in rows if r["env"] == env and int(r["n_dpus"]) == n
+                    and family(r["aggregator"]) == fam]
+            ok = [r for r in cand if reaches_optimum(_f(r["success_rate"]), _f(r["mean_return"]),
+                                                     _f(r["optimal_success_rate"]),
+                                                     _f(r["optimal_mean_return"]))]
+            if not cand:
+                cells.append("")
+                continue
+            if not ok:
+                tried = sorted({r["aggregator"] for r in cand})
+                cells.append("not reached (" + ", ".join(tried) + ")" if fam.endswith("R") or
+                             fam.endswith("weighted") and ":" in fam else "not reached")
+                continue
+            best = min(ok, key=lambda r: _f(r["pim_total_modelled_s"]))
+            t = _f(best["pim_total_modelled_s"])
+            base = mean.get((env, n))
+            ratio = f", {t / base:.2f}x mean" if base else ""
+            ttq = _f(best.get("time_to_quality_modelled_s"))
+            cells.append(f"{best['aggregator']}: {t * 1e3:.1f} ms{ratio}; first at "
+                         f"{ttq * 1e3:.1f} ms")
+        lines.append(f"| {env} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
