@@ -200,3 +200,20 @@ def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
         assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), workers
         assert np.array_equal(tr.q_, q_ref)
         assert np.array_equal(tr.counters_, numba_tr.counters_)    # the same counted work
+
+
+def test_tradeoff_table_picks_the_cheapest_run_that_keeps_the_optimum():
+    from pimrl.experiments.quality import tradeoff_table
+
+    def row(agg, ret, total, ttq=None):
+        return {"env": "E", "n_dpus": "8", "aggregator": agg, "success_rate": "1",
+                "mean_return": str(ret), "optimal_success_rate": "1", "optimal_mean_return": "10",
+                "pim_total_modelled_s": str(total), "time_to_quality_modelled_s": str(ttq or total)}
+
+    rows = [row("mean", 0, 1.0), row("own:4", 5, 1.2), row("own:8", 10, 1.5, 1.1),
+            row("own:16", 10, 2.0), row("sync:8:weighted", 10, 3.0)]
+    line = tradeoff_table(rows).splitlines()[-1]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == "not reached"
+    assert cells[-1] == "own:8: 1500.0 ms, 1.50x mean; first at 1100.0 ms"
+    assert cells[-2].startswith("sync:8:weighted: 3000.0 ms, 3.00x mean")
