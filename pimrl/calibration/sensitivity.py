@@ -93,7 +93,7 @@ def recost(run: Run, hw: Hardware) -> dict:
         what, b, n = ev["what"], ev.get("bytes_per_dpu", 0), ev.get("dpus", 0)
         if what == "latency: launch":
             secs = hw.launch_latency_s
-        elif what == "latency: host synchronisation":
+        elif what == "latency: synchronisation":
             secs = hw.sync_latency_s
         elif what.startswith("launch"):
             cyc = cost.kernel_cycles(hw, run.counters, run.program.costs(hw), run.program.tasklets)

@@ -65,11 +65,10 @@ class Hardware:
     xfer_to_dpu_gbps_32r: tuple = XFER_TO_DPU_GBPS_32R
     xfer_from_dpu_gbps_32r: tuple = XFER_FROM_DPU_GBPS_32R
     op_instructions: dict = field(default_factory=lambda: dict(DEFAULT_OP_INSTRUCTIONS))
-    # Fixed host-side latencies (uncertain estimates, no published measurement: see
-    # docs/state-owned.md; 0 allowed for what-ifs): one dpu_launch (boot command to every rank
-    # and the polling of their completion), and one host synchronisation round between
-    # launches (host thread barrier and the merge's bookkeeping), beyond its transfers. The
-    # trainers charge them (calibration microbenchmarks time their launches without them).
+    # Fixed host-side latencies of every launch (uncertain estimates, no published
+    # measurement: see docs/state-owned.md; 0 allowed for what-ifs): booting every rank of the
+    # set, and the synchronisation that waits for their completion (a synchronous launch, or
+    # dpu_sync). Charged as DPU kernel time; calibration microbenchmarks leave them out.
     launch_latency_s: float = 50e-6
     sync_latency_s: float = 20e-6
 

@@ -260,7 +260,6 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                     dpus.scatter_to("params", 0, params.view(np.uint8).reshape(n, -1))
                 sent = params.copy()
             counters += dpus.launch().counters
-            ledger.add("dpu_kernel", hw.launch_latency_s, "latency: launch")
             if last:
                 with dpus.phase("dpu_cpu"):
                     tables = dpus.gather_from("q_table", 0, 4 * nq).view(raw_dtype).reshape(
@@ -275,7 +274,6 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                 agg_s += time.perf_counter() - t0
                 with dpus.phase("inter_dpu"):
                     dpus.broadcast_to("v_table", 0, v)
-                ledger.add("inter_dpu", hw.sync_latency_s, "latency: host synchronisation")
             entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
                      "modelled_s": ledger.modelled_total_s + (0.0 if last else stop_s)}
             if on_round is not None:

@@ -471,6 +471,12 @@ class DpuSet:
         seconds = float(result.cycles.max()) / self.alloc.hw.frequency_hz if len(result.cycles) else 0.0
         self.alloc.ledger.add("dpu_kernel", seconds, f"launch {program.name}", dpus=self.nr_dpus,
                               max_cycles=float(result.cycles.max()) if len(result.cycles) else 0.0)
+        # The host's fixed costs of a launch: booting every rank, then (here, or in dpu_sync
+        # for an asynchronous launch) waiting for their completion. Estimates: hardware.py.
+        self.alloc.ledger.add("dpu_kernel", self.alloc.hw.launch_latency_s, "latency: launch")
+        if policy == DPU_SYNCHRONOUS:
+            self.alloc.ledger.add("dpu_kernel", self.alloc.hw.sync_latency_s,
+                                  "latency: synchronisation")
         if policy == DPU_ASYNCHRONOUS:
             self.alloc.running[rank_idx] = True
             self.alloc.pending_faults.extend(result.faults)
@@ -482,7 +488,10 @@ class DpuSet:
         """``dpu_sync``: wait for the set's asynchronous launches; report their faults."""
         self._check_alive()
         a = self.alloc
-        a.running[np.unique(a.rank_of(self.slots))] = False
+        ranks = np.unique(a.rank_of(self.slots))
+        if a.running[ranks].any():
+            a.ledger.add("dpu_kernel", a.hw.sync_latency_s, "latency: synchronisation")
+        a.running[ranks] = False
         mine = set(int(s) for s in self.slots)
         faults = [f for f in a.pending_faults if f[0] in mine]
         a.pending_faults = [f for f in a.pending_faults if f[0] not in mine]

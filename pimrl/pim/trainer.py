@@ -151,7 +151,6 @@ class PimTrainer:
                     dpus.scatter_to("params", 0, params.view(np.uint8).reshape(self.n_dpus, -1))
                 result = dpus.launch()
                 counters += result.counters
-                dpus.alloc.ledger.add("dpu_kernel", hw.launch_latency_s, "latency: launch")
                 with dpus.phase("dpu_cpu" if last else "inter_dpu"):
                     raw = dpus.gather_from("q_table", 0, 4 * nq).view(raw_dtype).reshape(
                         self.n_dpus, n_states, n_actions)
@@ -165,8 +164,6 @@ class PimTrainer:
                 if not last:
                     with dpus.phase("inter_dpu"):
                         dpus.broadcast_to("q_table", 0, float_to_raw(q, p.dtype, p.frac_bits))
-                    dpus.alloc.ledger.add("inter_dpu", hw.sync_latency_s,
-                                          "latency: host synchronisation")
                 entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
                          "modelled_s": dpus.alloc.ledger.modelled_total_s}
                 if self.on_round is not None:
