@@ -94,6 +94,9 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
     for sweep in sorted({r["sweep"] for r in rows if r.get("quality_curve")}):
         sr = [r for r in rows if r["sweep"] == sweep and r.get("quality_curve")]
         envs = sorted({r["env"] for r in sr})
+        rounds_of = {}
+        for r in sr:
+            rounds_of.setdefault(_family(r["aggregator"]), set()).add(_rounds(r["aggregator"]))
         counts = sorted({int(r["n_dpus"]) for r in sr})
         if len(counts) > max_columns:      # the smallest, a middle one, the two largest
             counts = sorted({counts[0], counts[len(counts) // 2 - 1], counts[-2], counts[-1]})
@@ -103,11 +106,12 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
             for j, n in enumerate(counts):
                 ax = axes[i][j]
                 for r in sorted((r for r in sr if r["env"] == env and int(r["n_dpus"]) == n),
-                                key=lambda r: r["aggregator"]):
+                                key=lambda r: _order(r["aggregator"])):
                     pts = parse_curve(r["quality_curve"])
                     t = [p[0] * 1e3 for p in pts]
                     ax.plot(t, [p[1] for p in pts], marker="o" if len(pts) == 1 else None,
-                            ms=4, lw=1.2, label=r["aggregator"])
+                            ms=4, lw=1.2, label=r["aggregator"],
+                            color=_colour(r["aggregator"], rounds_of[_family(r["aggregator"])]))
                 opt = _f(next(r for r in sr if r["env"] == env)["optimal_mean_return"])
                 ax.axhline(opt, color="k", ls="--", lw=0.8)
                 ax.set_xscale("log")
@@ -118,15 +122,58 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
                 if i == len(envs) - 1:
                     ax.set_xlabel("modelled time (ms)")
                 ax.tick_params(labelsize=7)
-        axes[0][-1].legend(fontsize=7, loc="lower right")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        for row in axes:
+            for ax in row:
+                for h, lab in zip(*ax.get_legend_handles_labels()):
+                    if lab not in labels:
+                        handles.append(h)
+                        labels.append(lab)
+        order = sorted(range(len(labels)), key=lambda k: _order(labels[k]))
         fig.suptitle(f"Greedy policy after every round against modelled time ({sweep}); "
                      f"dashed: the optimum", fontsize=10)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        fig.legend([handles[k] for k in order], [labels[k] for k in order], loc="lower center",
+                   ncol=min(8, len(labels)), fontsize=7, frameon=False)
         for ext in ("png",):
             p = Path(figdir) / f"time_to_quality_{sweep}.{ext}"
             fig.savefig(p, dpi=120, bbox_inches="tight")
             written.append(str(p))
         plt.close(fig)
+
+
+def _family(agg: str) -> str:
+    parts = agg.split(":")
+    if parts[0] in ("mean", "weighted"):
+        return agg
+    return parts[0] + (":weighted" if parts[-1] == "weighted" else "")
+
+
+def _rounds(agg: str) -> int:
+    parts = agg.split(":")
+    return int(parts[1]) if len(parts) > 1 else 1
+
+
+_FAMILY_ORDER = ("mean", "weighted", "sync", "sync:weighted", "own")
+_FAMILY_CMAP = {"sync": "Greys", "sync:weighted": "Blues", "own": "Reds"}
+_FAMILY_COLOUR = {"mean": "tab:green", "weighted": "tab:olive"}
+
+
+def _order(agg: str):
+    fam = _family(agg)
+    return (_FAMILY_ORDER.index(fam) if fam in _FAMILY_ORDER else 99, _rounds(agg))
+
+
+def _colour(agg: str, rounds: set):
+    """One hue per scheme family, darker with more rounds."""
+    import matplotlib
+
+    fam = _family(agg)
+    if fam in _FAMILY_COLOUR:
+        return _FAMILY_COLOUR[fam]
+    ranks = sorted(rounds)
+    shade = 0.45 + 0.5 * (ranks.index(_rounds(agg)) / max(len(ranks) - 1, 1))
+    return matplotlib.colormaps[_FAMILY_CMAP.get(fam, "Purples")](shade)
 
 
 def tradeoff_table(rows) -> str:
