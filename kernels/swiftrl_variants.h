@@ -35,7 +35,7 @@
 #define SWIFTRL_BOOTSTRAP_NAMES "table", "owned" /* by code */
 #define SWIFTRL_N_BOOTSTRAPS 2
 
-#define SWIFTRL_PARAMS_WORDS 16
+#define SWIFTRL_PARAMS_WORDS 24
 /* The word index of each field of the WRAM symbol "params". */
 enum swiftrl_param_index {
     SWIFTRL_P_ALGO = 0, /* ALGO axis code */

@@ -220,7 +220,7 @@ PARAM_FIELDS = (
     ("own_shared", "bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU "
                    "(bootstraps from the broadcast V, not the DPU's partial row)"),
 )
-PARAMS_WORDS = 16
+PARAMS_WORDS = 24
 #: Words the host sets per DPU; the rest are the learner's scalars.
 HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared")
 KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS if name not in HOST_FIELDS)

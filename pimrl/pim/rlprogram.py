@@ -12,7 +12,7 @@ checks nothing per record but the record itself. The DPUs run at once on the num
 the number of threads.
 
 WRAM layout (host-visible symbols first, in this order, each 8-byte aligned):
-``params`` (16 x int64: the learner's kernel scalars, then the DPU's record count),
+``params`` (PARAMS_WORDS int64: the learner's kernel scalars, then the host's per-DPU words),
 ``rng_state`` (uint32 per tasklet), ``stats`` (int64 counters, see ``cost.COUNTERS``),
 ``q_table`` (S x A float32 or Q-format int32), ``visits`` (S x A uint32, counted only when
 the program is built with ``count_visits``, as the weighted aggregator needs), then the tasklets'
