@@ -6,7 +6,10 @@
  *
  * SWIFTRL_ALGO 0 Q-learning | 1 SARSA; SWIFTRL_DTYPE 0 FP32 | 1 INT32 (Q format);
  * SWIFTRL_SAMPLING 0 SEQ | 1 STR | 2 RAN; BLOCK_BYTES the DMA block (default 2048);
- * COUNT_VISITS 1 to count visits per (s, a) (for the visit-weighted aggregator).
+ * COUNT_VISITS 1 to count visits per (s, a) (for the visit-weighted aggregator);
+ * SWIFTRL_BOOTSTRAP 1 (OWNED, Q-learning): state-owned learning, bootstrapping from the
+ * DPU's own rows for the states of [params.own_lo, params.own_hi) it alone holds and from
+ * v_table otherwise.
  *
  * It follows docs/design.md exactly, as the simulator's built-in kernel
  * (pimrl/pim/rlprogram.py) and the reference learner do: the DPU's records are split into
@@ -43,8 +46,14 @@
 #ifndef SWIFTRL_SAMPLING
 #define SWIFTRL_SAMPLING SWIFTRL_SEQ
 #endif
+#ifndef SWIFTRL_BOOTSTRAP
+#define SWIFTRL_BOOTSTRAP SWIFTRL_BOOTSTRAP_TABLE
+#endif
 #ifndef BLOCK_BYTES
 #define BLOCK_BYTES 2048
+#endif
+#if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED && SWIFTRL_ALGO != SWIFTRL_ALGO_Q
+#error "SWIFTRL_BOOTSTRAP_OWNED (state-owned learning) is for Q-learning only"
 #endif
 #ifndef COUNT_VISITS
 #define COUNT_VISITS 1
@@ -68,6 +77,13 @@ __host uint32_t rng_state[NR_TASKLETS];
 __host int64_t stats[SWIFTRL_N_COUNTERS];
 __host q_t q_table[N_STATES][N_ACTIONS];
 __host uint32_t visits[N_STATES][N_ACTIONS];
+#if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
+/* State-owned learning (docs/state-owned.md): the broadcast V(s') for states other DPUs
+ * own; after the launch, rows own_lo and own_hi - 1 then V of the owned states. */
+__host q_t v_table[N_STATES];
+__host q_t v_out[2 * N_ACTIONS + N_STATES];
+BARRIER_INIT(end_barrier, NR_TASKLETS);
+#endif
 
 BARRIER_INIT(start_barrier, NR_TASKLETS);
 MUTEX_INIT(stats_mutex);
@@ -161,6 +177,12 @@ int main(void)
     const int draw = params.sarsa_draw == SWIFTRL_NEXT_EPSILON_GREEDY;
     const uint64_t eps = (uint64_t)params.eps_threshold;
 #endif
+#if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
+    const int64_t own_lo = params.own_lo, own_hi = params.own_hi;
+    /* fresh rows only for the states no other DPU shares */
+    const int64_t fresh_lo = own_lo + (params.own_shared & 1);
+    const int64_t fresh_hi = own_hi - ((params.own_shared >> 1) & 1);
+#endif
     uint32_t rng = rng_state[t];
     int64_t n_updates = 0, n_terminal = 0, n_scanned = 0, n_rng = 0, n_below = 0;
     int64_t n_dma = 0, n_dma_bytes = 0, n_sat = 0, n_steps = 0;
@@ -216,7 +238,14 @@ int main(void)
                     n_terminal++;
                 } else {
                     q_t m;
-#if SWIFTRL_ALGO == SWIFTRL_ALGO_Q
+#if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
+                    if (s2 >= fresh_lo && s2 < fresh_hi) {
+                        m = row_max(q_table[s2]);
+                        n_scanned += N_ACTIONS;
+                    } else {
+                        m = v_table[s2];
+                    }
+#elif SWIFTRL_ALGO == SWIFTRL_ALGO_Q
                     m = row_max(q_table[s2]);
                     n_scanned += N_ACTIONS;
 #else
@@ -267,6 +296,18 @@ int main(void)
     n_below += n_steps;
 #endif
     rng_state[t] = rng;
+#if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
+    barrier_wait(&end_barrier);            /* every update applied */
+    if (t == 0 && own_hi > own_lo) {
+        for (int k = 0; k < N_ACTIONS; k++) {
+            v_out[k] = q_table[own_lo][k];
+            v_out[N_ACTIONS + k] = q_table[own_hi - 1][k];
+        }
+        for (int64_t st = own_lo; st < own_hi; st++)
+            v_out[2 * N_ACTIONS + (st - own_lo)] = row_max(q_table[st]);
+        n_scanned += (own_hi - own_lo) * N_ACTIONS;
+    }
+#endif
     mutex_lock(stats_mutex);
     stats[SWIFTRL_C_UPDATES] += n_updates;
     stats[SWIFTRL_C_TERMINAL] += n_terminal;

@@ -24,6 +24,10 @@
 #define SWIFTRL_SYM_STATS "stats"      /* int64 x SWIFTRL_N_COUNTERS */
 #define SWIFTRL_SYM_Q "q_table"        /* N_STATES x N_ACTIONS float32, or Q-format int32 */
 #define SWIFTRL_SYM_VISITS "visits"    /* N_STATES x N_ACTIONS uint32 (COUNT_VISITS=1) */
+/* SWIFTRL_BOOTSTRAP_OWNED only (state-owned learning, docs/state-owned.md): */
+#define SWIFTRL_SYM_V "v_table"        /* N_STATES: the broadcast V(s') (host -> DPU) */
+#define SWIFTRL_SYM_V_OUT "v_out"      /* 2 x N_ACTIONS + N_STATES (DPU -> host): rows own_lo
+                                          and own_hi - 1, then V(own_lo .. own_hi - 1) */
 
 /* One transition, 16 bytes, little-endian: dataset files (docs/dataset-format.md), host
  * memory and MRAM alike. For INT32 kernels the host rewrites `reward` as a Q-format int32
@@ -59,7 +63,10 @@ typedef struct swiftrl_params {
     int64_t alpha_fx;        /* alpha in Q format */
     int64_t gamma_fx;
     int64_t n_records;       /* this DPU's transitions, at the start of the MRAM heap */
-    int64_t reserved[SWIFTRL_PARAMS_WORDS - 13];
+    int64_t own_lo;          /* SWIFTRL_BOOTSTRAP_OWNED: the states [own_lo, own_hi) */
+    int64_t own_hi;          /* this DPU holds */
+    int64_t own_shared;      /* bit 0: own_lo, bit 1: own_hi - 1 is shared with another DPU */
+    int64_t reserved[SWIFTRL_PARAMS_WORDS - 16];
 } swiftrl_params_t;
 
 /* WRAM symbol "stats": int64 work counters per DPU (pimrl.pim.cost.COUNTERS). */
@@ -74,5 +81,6 @@ enum swiftrl_counter {
 typedef char swiftrl_check_record_bytes[sizeof(swiftrl_transition_t) == SWIFTRL_RECORD_BYTES ? 1 : -1];
 typedef char swiftrl_check_params_words[sizeof(swiftrl_params_t) == 8 * SWIFTRL_PARAMS_WORDS ? 1 : -1];
 typedef char swiftrl_check_n_records[offsetof(swiftrl_params_t, n_records) == 8 * SWIFTRL_P_N_RECORDS ? 1 : -1];
+typedef char swiftrl_check_own_hi[offsetof(swiftrl_params_t, own_hi) == 8 * SWIFTRL_P_OWN_HI ? 1 : -1];
 
 #endif /* SWIFTRL_COMMON_H */

@@ -29,7 +29,13 @@
 #define SWIFTRL_NEXT_ACTION_NAMES "logged", "epsilon-greedy" /* by code */
 #define SWIFTRL_N_NEXT_ACTIONS 2
 
-#define SWIFTRL_PARAMS_WORDS 16
+/* bootstrap: where a non-terminal update reads the value of s' (-DSWIFTRL_BOOTSTRAP=code) */
+#define SWIFTRL_BOOTSTRAP_TABLE 0 /* table: the DPU's own table, every state */
+#define SWIFTRL_BOOTSTRAP_OWNED 1 /* owned: own rows for the s' it alone holds, else the broadcast V[s'] (state-owned learning, --aggregate own:R; Q-learning only) */
+#define SWIFTRL_BOOTSTRAP_NAMES "table", "owned" /* by code */
+#define SWIFTRL_N_BOOTSTRAPS 2
+
+#define SWIFTRL_PARAMS_WORDS 24
 /* The word index of each field of the WRAM symbol "params". */
 enum swiftrl_param_index {
     SWIFTRL_P_ALGO = 0, /* ALGO axis code */
@@ -45,6 +51,9 @@ enum swiftrl_param_index {
     SWIFTRL_P_ALPHA_FX = 10, /* alpha in Q format */
     SWIFTRL_P_GAMMA_FX = 11, /* gamma in Q format */
     SWIFTRL_P_N_RECORDS = 12, /* this DPU's transitions, at the start of its MRAM heap */
+    SWIFTRL_P_OWN_LO = 13, /* first state this DPU owns (bootstrap owned) */
+    SWIFTRL_P_OWN_HI = 14, /* one past the last state this DPU owns (bootstrap owned) */
+    SWIFTRL_P_OWN_SHARED = 15, /* bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU (bootstraps from the broadcast V, not the DPU's partial row) */
 };
 
 #endif /* SWIFTRL_VARIANTS_H */

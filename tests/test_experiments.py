@@ -180,6 +180,11 @@ def test_demo_command_runs_scale_then_plot(tiny, tmp_path, capsys):
     assert main(["demo", "--config", str(tiny), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "scaling_strong.png" in text and (out / "figures" / "scaling_strong.png").exists()
+    # Every run's per-round quality reaches the plot and the trade-off table.
+    rows = _rows(out)
+    assert all(r["quality_curve"] for r in rows)
+    assert (out / "figures" / "time_to_quality_strong.png").exists()
+    assert (out / "tradeoff.md").read_text().startswith("| env | DPUs |")
 
 
 def test_config_errors(tmp_path, capsys):

@@ -251,7 +251,9 @@ def test_launch_async_sync_fault_and_persistence():
         s.launch(sdk.DPU_SYNCHRONOUS)
     assert code(e) == DpuErrorCode.DPU_ERR_DPU_FAULT
     assert s.dpu_sets()[5].copy_from("w", 0, 4).view(np.int32)[0] == 2
-    assert s.alloc.ledger.modelled_s["dpu_kernel"] == pytest.approx(2 * 350 / 350e6)
+    hw = s.alloc.hw           # two launches, each with its latencies (boot, completion wait)
+    assert s.alloc.ledger.modelled_s["dpu_kernel"] == pytest.approx(
+        2 * (350 / 350e6 + hw.launch_latency_s + hw.sync_latency_s))
     s.load(_program(kernel=bump))                      # reload re-initialises WRAM globals
     assert s.dpu_sets()[5].copy_from("w", 0, 4).view(np.int32)[0] == 0
 

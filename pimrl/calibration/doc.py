@@ -39,6 +39,10 @@ SOURCES = {
     "xfer_sizes": ("SDK 2023.2, 32 ranks", "published"),
     "xfer_to_dpu_gbps_32r": ("SDK 2023.2, 32 ranks, push_xfer to DPUs", "interpolation table"),
     "xfer_from_dpu_gbps_32r": ("SDK 2023.2, 32 ranks, push_xfer from DPUs", "interpolation table"),
+    "launch_latency_s": ("estimate, no published measurement (docs/state-owned.md); per "
+                         "dpu_launch", "uncertain"),
+    "sync_latency_s": ("estimate, no published measurement (docs/state-owned.md); per "
+                       "completion wait (synchronous launch or dpu_sync)", "uncertain"),
 }
 
 

@@ -101,7 +101,11 @@ def recost(run: Run, hw: Hardware) -> dict:
     out = {c: 0.0 for c in cost.CATEGORIES}
     for ev in run.events:
         what, b, n = ev["what"], ev.get("bytes_per_dpu", 0), ev.get("dpus", 0)
-        if what.startswith("launch"):
+        if what == "latency: launch":
+            secs = hw.launch_latency_s
+        elif what == "latency: synchronisation":
+            secs = hw.sync_latency_s
+        elif what.startswith("launch"):
             cyc = cost.kernel_cycles(hw, run.counters, run.program.costs(hw), run.program.tasklets)
             secs = float(cyc.max()) / hw.frequency_hz
         elif what.startswith("broadcast"):

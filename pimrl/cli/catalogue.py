@@ -96,6 +96,9 @@ def catalogue() -> list:
     aggregators.entries.append(
         ("sync:R[:weighted]", f"R >= 1 rounds; after each, the aggregate ({' or '.join(AGGREGATORS)}"
          ") is broadcast back to every DPU, as in federated Q-learning"))
+    aggregators.entries.append(
+        ("own:R", "state-owned Q-learning: each DPU owns a range of states and sees all their "
+         "transitions; R rounds broadcast the value vector V (docs/state-owned.md)"))
     programs = Section("DPU programs", "--kernel", "pimrl.pim.trainer.KERNELS", [
         (n, first_sentence(inspect.getmodule(k).__doc__ if inspect.isclass(k) else k.__doc__))
         for n, k in KERNELS.items()])

@@ -70,7 +70,8 @@ def register(subparsers) -> None:
                    help="DPU count, or a comma list for a scaling table")
     g.add_argument("--tasklets", type=int, default=t["tasklets"], help="tasklets (threads) per DPU")
     g.add_argument("--aggregate", default=t["aggregate"],
-                   help=" | ".join(AGGREGATORS) + " | sync:R | sync:R:weighted (pimrl list)")
+                   help=" | ".join(AGGREGATORS) + " | sync:R | sync:R:weighted | own:R "
+                   "(state-owned Q-learning, R rounds: docs/state-owned.md; pimrl list)")
     g.add_argument("--partition", choices=("contiguous", "shuffle"), default=t["partition"],
                    help="contiguous chunks (SwiftRL), or a seeded shuffle first")
     g.add_argument("--shuffle-seed", type=int, default=t["shuffle_seed"],
@@ -144,11 +145,13 @@ def _dpu_counts(text: str):
 
 
 def run_pim(records, env, params, args, n_dpus, hw, placement=None):
+    from pimrl.experiments.quality import round_evaluator
     from pimrl.pim.trainer import PimTrainer
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
-                         block_bytes=args.block_bytes, kernel=args.kernel, placement=placement)
+                         block_bytes=args.block_bytes, kernel=args.kernel, placement=placement,
+                         on_round=None if args.no_eval else round_evaluator(env, params.gamma))
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -224,6 +227,11 @@ def run_train(args: argparse.Namespace) -> int:
                    "max_partition": int(np.diff(tr.bounds_).max())}
             if hasattr(tr, "worker_transfers_"):
                 run["worker_transfers"] = tr.worker_transfers_
+            if not args.no_eval:
+                from pimrl.experiments.quality import TOLERANCE_TEXT, time_to_quality
+
+                run.update(time_to_quality(tr.rounds_), quality_tolerance=TOLERANCE_TEXT,
+                           rounds=tr.rounds_)
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 
@@ -344,6 +352,14 @@ def print_report(out, params):
                 print(f"  {'worker launches':<16}{_ms(w['launch_measured_s'])}   measured: the "
                       f"workers' simulation of the launches (DPUs per worker: "
                       f"{', '.join(map(str, w['dpus_per_worker']))})")
+            if "quality_round" in r:
+                rounds = len(r["rounds"])
+                if r["quality_round"] is None:
+                    print(f"  time to quality: not reached in {rounds} round{'s' * (rounds > 1)} "
+                          f"({r['quality_tolerance']})")
+                else:
+                    print(f"  time to quality{_ms(r['time_to_quality_modelled_s'])}   modelled "
+                          f"(round {r['quality_round']} of {rounds}; {r['quality_tolerance']})")
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:
             print("\nModelled strong scaling (total time, against the first DPU count), with the "

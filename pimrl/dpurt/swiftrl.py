@@ -60,21 +60,24 @@ def build_dir() -> Path:
 
 
 def kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes=2048,
-                   count_visits=True) -> dict:
+                   count_visits=True, bootstrap="table") -> dict:
     """The ``-D`` flags choosing a variant (the same names a Makefile passes)."""
     return {"N_STATES": int(n_states), "N_ACTIONS": int(n_actions),
-            **Variant(algo, dtype, sampling).c_defines(), "BLOCK_BYTES": int(block_bytes),
+            **Variant(algo, dtype, sampling, bootstrap=bootstrap).c_defines(),
+            "BLOCK_BYTES": int(block_bytes),
             "COUNT_VISITS": 1 if count_visits else 0}
 
 
 def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
-                 count_visits=True, opt="-O2") -> Path:
+                 count_visits=True, opt="-O2", bootstrap="table") -> Path:
     """Build (once; cached under kernels/build) one variant; returns the program file."""
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
                            f"python -m pimrl.dpurt.swiftrl --write-header")
-    defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits)
-    name = (f"swiftrl-{algo}-{dtype}-{sampling}-s{n_states}-a{n_actions}-t{tasklets}"
+    defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
+                          bootstrap)
+    name = (f"swiftrl-{algo}-{dtype}-{sampling}{'-owned' if bootstrap == 'owned' else ''}"
+            f"-s{n_states}-a{n_actions}-t{tasklets}"
             f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}-{_sources_key()}")
     out = build_dir() / name
     if not out.exists():
@@ -89,8 +92,9 @@ class SwiftRlCProgram(DpuRtProgram):
     """A built variant of kernels/swiftrl.c; launches report the ``stats`` counters."""
 
     def __init__(self, path, n_states, n_actions, tasklets, algo, dtype, sampling,
-                 block_bytes, hardware=None, count_visits=True, workers=None):
+                 block_bytes, hardware=None, count_visits=True, workers=None, bootstrap="table"):
         super().__init__(path, hardware, workers)
+        self.bootstrap = bootstrap
         self.n_states, self.n_actions, self.tasklets = n_states, n_actions, tasklets
         self.algo, self.dtype, self.sampling = algo, dtype, sampling
         self.block_bytes, self.count_visits = block_bytes, count_visits
@@ -118,12 +122,13 @@ class SwiftRlCProgram(DpuRtProgram):
 
 
 def swiftrl_program(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
-                    hardware=None, count_visits=True, workers=None) -> SwiftRlCProgram:
+                    hardware=None, count_visits=True, workers=None,
+                    bootstrap="table") -> SwiftRlCProgram:
     """Drop-in for ``RlProgram(...)``: the C kernel of that variant, built and loaded."""
     path = build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes,
-                        count_visits)
+                        count_visits, bootstrap=bootstrap)
     return SwiftRlCProgram(path, n_states, n_actions, tasklets, algo, dtype, sampling,
-                           block_bytes, hardware, count_visits, workers)
+                           block_bytes, hardware, count_visits, workers, bootstrap)
 
 
 def model_agreement(program: SwiftRlCProgram) -> dict:

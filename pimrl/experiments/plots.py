@@ -399,6 +399,13 @@ def plot_results(result_dir) -> list[str]:
             plot_quality(rows, sweep, figdir, written)
         plot_breakdown(rows, sweep, figdir, written)
     plot_baselines(rows, figdir, written)
+    if any(r.get("quality_curve") for r in rows):
+        from pimrl.experiments.quality import plot_time_to_quality, tradeoff_table
+
+        plot_time_to_quality(rows, figdir, written)
+        p = d / "tradeoff.md"
+        atomic_write_text(p, tradeoff_table(rows))
+        written.append(str(p))
     table = summary_table(rows)
     if table:
         p = d / "summary.md"

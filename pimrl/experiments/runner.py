@@ -51,6 +51,7 @@ RESULT_COLUMNS = (
     "pim_simulation_wall_measured_s",
     "success_rate", "mean_return", "optimal_success_rate", "optimal_mean_return",
     "eval_method", "eval_horizon",
+    "quality_round", "time_to_quality_modelled_s", "quality_curve",
     "cpu_threads", "cpu_partitions", "cpu_1t_measured_s", "cpu_1t_updates_per_s_measured",
     "cpu_mt_measured_s", "cpu_mt_updates_per_s_measured",
     "cpu_1t_success_rate", "cpu_1t_mean_return", "cpu_mt_success_rate", "cpu_mt_mean_return",
@@ -77,6 +78,11 @@ COLUMN_NOTES = {
     "success_rate": "exact probability that the aggregated greedy policy reaches the goal",
     "mean_return": "exact expected undiscounted return of the aggregated greedy policy",
     "optimal_": "the same for the optimal policy (value iteration, same gamma)",
+    "quality_round": "first round whose greedy policy reaches the optimum within tolerance "
+                     "(pimrl.experiments.quality); empty if none",
+    "time_to_quality_modelled_s": "modelled time of the run up to that round, plus the "
+                                  "table gather that stopping there needs (modelled)",
+    "quality_curve": "per round: modelled_s:mean_return:success_rate, '|'-separated",
     "cpu_1t": "CPU baseline, 1 thread, one partition (the whole dataset in order)",
     "cpu_mt": "CPU baseline, cpu_threads threads, cpu_partitions partitions averaged",
     "gpu_status": "'measured: <device>' or 'not measured: <reason>' (no figure is invented)",
@@ -422,8 +428,11 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
 
     facts = worker_facts(numba_threads)
     env, records, params = _env(run["env"]), _dataset(run, need), learner_params(run)
+    from pimrl.experiments.quality import curve_text, round_evaluator, time_to_quality
+
     tr = PimTrainer(params, n_dpus=run["n_dpus"], tasklets=run["tasklets"],
-                    aggregate=run["aggregator"], hardware=run["hardware"]).fit(
+                    aggregate=run["aggregator"], hardware=run["hardware"],
+                    on_round=round_evaluator(env, params.gamma)).fit(
         records, env.n_states, env.n_actions)
     m = tr.timings_.modelled_s
     total = tr.timings_.modelled_total_s
@@ -439,6 +448,7 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
                 optimal_success_rate=ev["optimal_success_rate"],
                 optimal_mean_return=ev["optimal_mean_return"], eval_method=ev["method"],
                 eval_horizon=ev["horizon"])
+    cols.update(time_to_quality(tr.rounds_), quality_curve=curve_text(tr.rounds_))
     return {"columns": cols, "worker": facts}
 
 

@@ -111,6 +111,51 @@ def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
 
 
 @njit(cache=True, inline="always")
+def owned_value(q, v, own_lo, own_hi, s2):
+    """Q-learning's bootstrap under state ownership (variant bootstrap ``owned``): the DPU's
+    own fresh row for the states [own_lo, own_hi) it alone holds, the broadcast ``v`` for the
+    others: (value, entries scanned)."""
+    if s2 >= own_lo and s2 < own_hi:
+        _, m = row_max(q, s2)
+        return m, q.shape[1]
+    return v[s2], 0
+
+
+@njit(cache=True, inline="always")
+def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma):
+    """One FP32 Q-learning update bootstrapping through :func:`owned_value`: scanned."""
+    scanned = 0
+    if term:
+        target = r
+    else:
+        m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        target = np.float32(r + np.float32(gamma * m))
+    cur = q[s, a]
+    q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
+    return scanned
+
+
+@njit(cache=True, inline="always")
+def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac):
+    """One INT32 Q-learning update bootstrapping through :func:`owned_value`:
+    (scanned, saturations)."""
+    scanned = nsat = 0
+    if term:
+        target = r
+    else:
+        m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        g, f1 = fx_mul(gamma, m, frac)
+        target, f2 = sat32(np.int64(r) + np.int64(g))
+        nsat = f1 + f2
+    cur = q[s, a]
+    td, f3 = sat32(np.int64(target) - np.int64(cur))
+    inc, f4 = fx_mul(alpha, td, frac)
+    new, f5 = sat32(np.int64(cur) + np.int64(inc))
+    q[s, a] = new
+    return scanned, nsat + f3 + f4 + f5
+
+
+@njit(cache=True, inline="always")
 def next_index(sampling, stride, start, end, cur, off, x):
     """A lane's next record in its epoch order (docs/design.md), from its cursor ``cur``,
     STR offset ``off`` and stream ``x``: (index, cur, off, x). Call it exactly ``end -
@@ -159,11 +204,13 @@ def _build(variant: Variant):
     DRAW = variant.draws_next_action
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
     USES_RNG = variant.uses_rng
+    OWNED = variant.owned
 
     @njit(nogil=True, cache=True)
-    def partitions(words, rewards, lanes, rng, q, scalars, sat, lo, hi):
+    def partitions(words, rewards, lanes, rng, q, scalars, sat, v, own, lo, hi):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
-        docs/design.md."""
+        docs/design.md. ``v`` (S,) and ``own`` (P, 2): the broadcast values and the states
+        each partition alone holds (variant bootstrap ``owned``; ignored otherwise)."""
         eps = scalars[P_EPS]
         frac = scalars[P_FRAC]
         stride = scalars[P_STRIDE]
@@ -174,6 +221,7 @@ def _build(variant: Variant):
         n_lanes = lanes.shape[1]
         for p in range(lo, hi):
             qp = q[p]
+            own_lo, own_hi = own[p, 0], own[p, 1]
             nsat = 0
             cur = np.empty(n_lanes, dtype=np.int64)
             off = np.zeros(n_lanes, dtype=np.int64)
@@ -191,15 +239,22 @@ def _build(variant: Variant):
                     c, o, x = start, 0, xs[0]
                     for _ in range(end - start):
                         j, c, o, x = next_index(SAMPLING, stride, start, end, c, o, x)
-                        if IS_INT:
-                            w = words[j, 3]
+                        w = words[j, 3]
+                        if OWNED and IS_INT:
+                            _, ns = update_i32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF,
+                                                     rewards[j, 2], words[j, 1], (w & 0xFF0000) != 0,
+                                                     alpha, gamma, frac)
+                            nsat += ns
+                        elif OWNED:
+                            update_f32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF, rewards[j, 2],
+                                             words[j, 1], (w & 0xFF0000) != 0, alpha, gamma)
+                        elif IS_INT:
                             x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
                                                      words[j, 1], (w >> 8) & 0xFF,
                                                      (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                      gamma, frac, x)
                             nsat += ns
                         else:
-                            w = words[j, 3]
                             x, _, _ = update_f32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
                                                  words[j, 1], (w >> 8) & 0xFF,
                                                  (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
@@ -217,15 +272,22 @@ def _build(variant: Variant):
                         else:
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
-                        if IS_INT:
-                            w = words[j, 3]
+                        w = words[j, 3]
+                        if OWNED and IS_INT:
+                            _, ns = update_i32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF,
+                                                     rewards[j, 2], words[j, 1], (w & 0xFF0000) != 0,
+                                                     alpha, gamma, frac)
+                            nsat += ns
+                        elif OWNED:
+                            update_f32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF, rewards[j, 2],
+                                             words[j, 1], (w & 0xFF0000) != 0, alpha, gamma)
+                        elif IS_INT:
                             x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
                                                      words[j, 1], (w >> 8) & 0xFF,
                                                      (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
                                                      gamma, frac, x)
                             nsat += ns
                         else:
-                            w = words[j, 3]
                             x, _, _ = update_f32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
                                                  words[j, 1], (w >> 8) & 0xFF,
                                                  (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
@@ -246,14 +308,25 @@ class CompiledVariant:
     loop: object
 
     def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
-                   threads: int | None = None) -> None:
+                   threads: int | None = None, v=None, own=None) -> None:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
         or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
         :func:`pimrl.learners.reference.record_words`' two views. Partitions run in parallel
-        on ``threads`` threads (default: :func:`pimrl.parallel.threads`)."""
-        run_ranges(lambda lo, hi: self.loop(words, rewards, lanes, rng, q, scalars, sat, lo, hi),
-                   lanes.shape[0], threads)
+        on ``threads`` threads (default: :func:`pimrl.parallel.threads`). Variants that
+        bootstrap ``owned`` take ``v`` (S,) in the table's dtype and ``own`` (P, 2) state
+        ranges."""
+        if self.variant.owned and (v is None or own is None):
+            raise ValueError(f"{self.variant.key} needs the broadcast values v and the owned "
+                             f"state ranges own")
+        if v is None:
+            v = np.zeros(1, q.dtype)
+        if own is None:
+            own = np.zeros((lanes.shape[0], 2), np.int64)
+        v = np.ascontiguousarray(v, dtype=q.dtype)
+        own = np.ascontiguousarray(own, dtype=np.int64)
+        run_ranges(lambda lo, hi: self.loop(words, rewards, lanes, rng, q, scalars, sat, v, own,
+                                            lo, hi), lanes.shape[0], threads)
 
 
 _COMPILED: dict = {}
@@ -262,7 +335,8 @@ _COMPILED: dict = {}
 def compiled(variant: Variant) -> CompiledVariant:
     """The loops of ``variant`` (built once per process; compiled or loaded from numba's cache
     on first call)."""
-    key = Variant(variant.algo, variant.dtype, variant.sampling, variant.next_action)
+    key = Variant(variant.algo, variant.dtype, variant.sampling, variant.next_action,
+                  variant.bootstrap)
     if key not in _COMPILED:
         _COMPILED[key] = CompiledVariant(key, _build(key))
     return _COMPILED[key]

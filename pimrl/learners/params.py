@@ -28,6 +28,7 @@ class LearnerParams:
     stride: int = 4
     seed: int = 0
     frac_bits: int = fixedpoint.DEFAULT_FRAC_BITS
+    bootstrap: str = "table"
 
     def __post_init__(self):
         def choose(name, value, options):

@@ -81,11 +81,13 @@ class PartitionResult:
 
 
 def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
-                    lane_ids=None, q_init=None, rng=None, words=None) -> PartitionResult:
+                    lane_ids=None, q_init=None, rng=None, words=None, v=None,
+                    own=None) -> PartitionResult:
     """Learn one partition. ``lanes``: (T, 2) record ranges, one per tasklet.
 
     ``lane_ids`` (global lane numbers) seed the lanes' streams unless ``rng`` (their current
-    states) is given; ``q_init`` (raw dtype) continues from an earlier table.
+    states) is given; ``q_init`` (raw dtype) continues from an earlier table. State-owned
+    variants take ``v`` (raw broadcast values) and ``own`` (the owned range lo, hi).
     """
     lanes = np.ascontiguousarray(lanes, dtype=np.int64).reshape(-1, 2)
     if rng is None:
@@ -97,7 +99,8 @@ def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
          else np.array(q_init, dtype=raw_dtype).reshape(1, n_states, n_actions))
     sat = np.zeros(1, np.int64)
     words = record_words(records, params) if words is None else words
-    compiled(params.variant).partitions(*words, lanes[None], rng, q, params.kernel_scalars(), sat)
+    compiled(params.variant).partitions(*words, lanes[None], rng, q, params.kernel_scalars(), sat,
+                                        v=v, own=None if own is None else np.reshape(own, (1, 2)))
     return PartitionResult(q[0], rng[0], int(sat[0]))
 
 

@@ -72,9 +72,14 @@ NEXT_ACTION = Axis("next_action", "SARSA's next action b'", "", (
     Choice("epsilon-greedy", 1, "drawn epsilon-greedily from Q[s'] with the lane's stream",
            "SWIFTRL_NEXT_EPSILON_GREEDY"),
 ))
-AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION)
+BOOTSTRAP = Axis("bootstrap", "where a non-terminal update reads the value of s'", "SWIFTRL_BOOTSTRAP", (
+    Choice("table", 0, "the DPU's own table, every state", "SWIFTRL_BOOTSTRAP_TABLE"),
+    Choice("owned", 1, "own rows for the s' it alone holds, else the broadcast V[s'] "
+           "(state-owned learning, --aggregate own:R; Q-learning only)", "SWIFTRL_BOOTSTRAP_OWNED"),
+))
+AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION, BOOTSTRAP)
 
-ALGOS, DTYPES, SAMPLINGS, NEXT_ACTIONS = (a.names for a in AXES)
+ALGOS, DTYPES, SAMPLINGS, NEXT_ACTIONS, BOOTSTRAPS = (a.names for a in AXES)
 
 
 @dataclass(frozen=True)
@@ -86,18 +91,23 @@ class Variant:
     dtype: str = "fp32"
     sampling: str = "seq"
     next_action: str = "logged"
+    bootstrap: str = "table"
 
     def __post_init__(self):
         for axis in AXES:
             axis.choice(getattr(self, axis.name))
         if self.algo != "sarsa" and self.next_action != "logged":
             object.__setattr__(self, "next_action", "logged")
+        if self.bootstrap == "owned" and self.algo != "q":
+            raise ValueError("bootstrap 'owned' (state-owned learning) is implemented for "
+                             "Q-learning only: SARSA's policy value V(s') is not")
 
     @classmethod
     def of(cls, params) -> "Variant":
         """The variant a :class:`~pimrl.learners.params.LearnerParams` (or any object with
         these attributes) asks for."""
-        return cls(params.algo, params.dtype, params.sampling, params.next_action)
+        return cls(params.algo, params.dtype, params.sampling, params.next_action,
+                   getattr(params, "bootstrap", "table"))
 
     @property
     def name(self) -> str:
@@ -108,7 +118,13 @@ class Variant:
     @property
     def key(self) -> str:
         """A name that tells every axis apart (``sarsa-fp32-seq+epsilon-greedy``)."""
-        return self.name + (f"+{self.next_action}" if self.draws_next_action else "")
+        return (self.name + (f"+{self.next_action}" if self.draws_next_action else "")
+                + ("@owned" if self.owned else ""))
+
+    @property
+    def owned(self) -> bool:
+        """Bootstraps from a broadcast value vector for states other DPUs own."""
+        return self.bootstrap == "owned"
 
     @property
     def is_int(self) -> bool:
@@ -154,9 +170,12 @@ def parse_variant(name: str) -> dict:
 def get_variant(name: str, next_action: str = "logged") -> Variant:
     """``"sarsa-int32-ran"`` (or its :attr:`Variant.key`, ``...+epsilon-greedy``) -> Variant."""
     text = str(name).strip().lower()
+    bootstrap = "table"
+    if "@" in text:
+        text, bootstrap = text.split("@", 1)
     if "+" in text:
         text, next_action = text.split("+", 1)
-    return Variant(**parse_variant(text), next_action=next_action)
+    return Variant(**parse_variant(text), next_action=next_action, bootstrap=bootstrap)
 
 
 def variant_name(algo: str, dtype: str, sampling: str) -> str:
@@ -196,12 +215,18 @@ PARAM_FIELDS = (
     ("alpha_fx", "alpha in Q format"),
     ("gamma_fx", "gamma in Q format"),
     ("n_records", "this DPU's transitions, at the start of its MRAM heap"),
+    ("own_lo", "first state this DPU owns (bootstrap owned)"),
+    ("own_hi", "one past the last state this DPU owns (bootstrap owned)"),
+    ("own_shared", "bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU "
+                   "(bootstraps from the broadcast V, not the DPU's partial row)"),
 )
-PARAMS_WORDS = 16
-#: The learner's scalars: every field but the per-DPU record count.
-KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS[:-1])
+PARAMS_WORDS = 24
+#: Words the host sets per DPU; the rest are the learner's scalars.
+HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared")
+KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS if name not in HOST_FIELDS)
 P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
-    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS = range(len(PARAM_FIELDS))
+    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI, P_OWN_SHARED = \
+    range(len(PARAM_FIELDS))
 assert len(PARAM_FIELDS) <= PARAMS_WORDS
 
 

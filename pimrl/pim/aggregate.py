@@ -44,13 +44,16 @@ class AggregateSpec:
 
     @property
     def label(self) -> str:
+        if self.name == "own":
+            return f"own:{self.rounds}"
         if self.rounds == 1:
             return self.name
         return f"sync:{self.rounds}" + (":weighted" if self.name == "weighted" else "")
 
 
 def parse_aggregate(spec: str) -> AggregateSpec:
-    """``mean`` | ``weighted`` | ``sync:R`` | ``sync:R:weighted`` (R >= 1 rounds)."""
+    """``mean`` | ``weighted`` | ``sync:R`` | ``sync:R:weighted`` | ``own:R`` (R >= 1 rounds;
+    ``own``: state-owned learning, :mod:`pimrl.pim.owned`)."""
     if spec in AGGREGATORS:
         return AggregateSpec(spec, 1, spec == "weighted")
     parts = spec.split(":")
@@ -58,8 +61,10 @@ def parse_aggregate(spec: str) -> AggregateSpec:
             and (len(parts) == 2 or parts[2] in AGGREGATORS)):
         name = parts[2] if len(parts) == 3 else "mean"
         return AggregateSpec(name, int(parts[1]), name == "weighted")
-    raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted, sync:R or "
-                     f"sync:R:weighted (R >= 1 rounds)")
+    if len(parts) == 2 and parts[0] == "own" and parts[1].isdigit() and int(parts[1]) >= 1:
+        return AggregateSpec("own", int(parts[1]), False)
+    raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted, sync:R, "
+                     f"sync:R:weighted or own:R (R >= 1 rounds)")
 
 
 def raw_scale(dtype: str, frac_bits: int) -> float:

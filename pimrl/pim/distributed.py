@@ -27,7 +27,7 @@ from pimrl.pim.errors import fail
 from pimrl.pim.hardware import Hardware
 from pimrl.pim.system import (
     DPU_ASYNCHRONOUS, DPU_SYNCHRONOUS, Allocation, DpuProgram, DpuSet, LaunchResult, Machine,
-    _fault_error, choose_ranks,
+    _fault_error, book_launch, choose_ranks,
 )
 
 
@@ -214,9 +214,8 @@ class DistributedDpuSet(DpuSet):
         cycles = np.concatenate([p[0] for p in parts])
         counters = np.concatenate([p[1] for p in parts], axis=0)
         faults = [f for p in parts for f in p[2]]
-        seconds = float(cycles.max()) / self.alloc.hw.frequency_hz if len(cycles) else 0.0
-        self.alloc.ledger.add("dpu_kernel", seconds, f"launch {program.name}", dpus=self.nr_dpus,
-                              max_cycles=float(cycles.max()) if len(cycles) else 0.0)
+        # Asynchronous launches complete here, so their completion wait is booked here too.
+        book_launch(self.alloc, program.name, cycles, self.nr_dpus, True)
         result = LaunchResult(cycles=cycles, faults=faults, counters=counters)
         if policy == DPU_ASYNCHRONOUS:
             self._pending = faults

@@ -65,6 +65,12 @@ class Hardware:
     xfer_to_dpu_gbps_32r: tuple = XFER_TO_DPU_GBPS_32R
     xfer_from_dpu_gbps_32r: tuple = XFER_FROM_DPU_GBPS_32R
     op_instructions: dict = field(default_factory=lambda: dict(DEFAULT_OP_INSTRUCTIONS))
+    # Fixed host-side latencies of every launch (uncertain estimates, no published
+    # measurement: see docs/state-owned.md; 0 allowed for what-ifs): booting every rank of the
+    # set, and the synchronisation that waits for their completion (a synchronous launch, or
+    # dpu_sync). Charged as DPU kernel time; calibration microbenchmarks leave them out.
+    launch_latency_s: float = 50e-6
+    sync_latency_s: float = 20e-6
 
     def __post_init__(self):
         def bad(name, why):
@@ -88,7 +94,7 @@ class Hardware:
             else:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
                     raise bad(f.name, "must be a number")
-                if value <= 0:
+                if value < 0 or (value == 0 and not f.name.endswith("_latency_s")):
                     raise bad(f.name, "must be positive")
         if list(self.xfer_sizes) != sorted(set(self.xfer_sizes)):
             raise bad("xfer_sizes", "must increase")

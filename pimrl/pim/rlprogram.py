@@ -12,7 +12,7 @@ checks nothing per record but the record itself. The DPUs run at once on the num
 the number of threads.
 
 WRAM layout (host-visible symbols first, in this order, each 8-byte aligned):
-``params`` (16 x int64: the learner's kernel scalars, then the DPU's record count),
+``params`` (PARAMS_WORDS int64: the learner's kernel scalars, then the host's per-DPU words),
 ``rng_state`` (uint32 per tasklet), ``stats`` (int64 counters, see ``cost.COUNTERS``),
 ``q_table`` (S x A float32 or Q-format int32), ``visits`` (S x A uint32, counted only when
 the program is built with ``count_visits``, as the weighted aggregator needs), then the tasklets'
@@ -25,11 +25,13 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.kernels import (
-    RAN, SEQ, STR, learning_rates_f32, learning_rates_i32, next_index, update_f32, update_i32,
+    RAN, SEQ, STR, learning_rates_f32, learning_rates_i32, next_index, row_max, update_f32,
+    update_f32_owned, update_i32, update_i32_owned,
 )
 from pimrl.learners.variants import (
-    P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_SAMPLING, P_SARSA_DRAW, P_STRIDE,
-    PARAMS_WORDS,    Variant,
+    P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
+    P_SAMPLING,
+    P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
 from pimrl.pim import cost
@@ -62,10 +64,12 @@ def _build_kernel(variant: Variant, count_visits: bool):
     VISITS = bool(count_visits)
     USES_RNG = variant.uses_rng
     CHECK_B = variant.algo == "sarsa" and not DRAW        # SARSA reads the logged next action
+    OWNED = variant.owned
 
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
-               heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf):
+               heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, off_v,
+               off_vout):
         """Every DPU of ``slots``, each its updates in the order of docs/design.md on its own
         memories (callers run disjoint slices of the DPUs on several threads)."""
         nq = n_states * n_actions
@@ -84,11 +88,20 @@ def _build_kernel(variant: Variant, count_visits: bool):
             if IS_INT:
                 q = row[off_q:off_q + 4 * nq].view(np.int32).reshape((n_states, n_actions))
                 buf_r = row[off_buf:off_buf + buf_len].view(np.int32)
+                vv = row[off_v:off_v + 4 * n_states].view(np.int32)
+                edges = row[off_vout:off_vout + 8 * n_actions].view(np.int32)
+                vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.int32)
                 alpha, gamma = learning_rates_i32(params)
             else:
                 q = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
                 buf_r = row[off_buf:off_buf + buf_len].view(np.float32)
+                vv = row[off_v:off_v + 4 * n_states].view(np.float32)
+                edges = row[off_vout:off_vout + 8 * n_actions].view(np.float32)
+                vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.float32)
                 alpha, gamma = learning_rates_f32(params)
+            own_lo, own_hi = params[P_OWN_LO], params[P_OWN_HI]
+            fresh_lo = own_lo + (params[P_OWN_SHARED] & 1)        # rows no other DPU shares
+            fresh_hi = own_hi - ((params[P_OWN_SHARED] >> 1) & 1)
             for c in range(N_COUNTERS):
                 stats[c] = 0
             eps = params[P_EPS]
@@ -182,7 +195,15 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             fault = FAULT_RECORD * 256 + 1 + t
                             stats[C_STEPS] = j                  # the offending record
                             break
-                        if IS_INT:
+                        dr = 0
+                        if OWNED and IS_INT:
+                            sc, ns = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2],
+                                                      s2, term, alpha, gamma, frac)
+                            n_sat += ns
+                        elif OWNED:
+                            sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2], s2,
+                                                  term, alpha, gamma)
+                        elif IS_INT:
                             x, sc, dr, ns = update_i32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q,
                                                        DRAW, eps, alpha, gamma, frac, x)
                             n_sat += ns
@@ -195,7 +216,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             visits[s, a] += 1
                         n_updates += 1
                         n_terminal += term
-                        if DRAW:                    # otherwise derived after the loop
+                        if DRAW or OWNED:           # otherwise derived after the loop
                             n_scanned += sc
                             n_rng += dr
                             n_below += dr == 2
@@ -207,11 +228,21 @@ def _build_kernel(variant: Variant, count_visits: bool):
             if fault:
                 stats[C_FAULT] = fault
                 continue
-            if IS_Q:                                # the max scans every action
+            if IS_Q and not OWNED:                  # the max scans every action
                 n_scanned = n_actions * (n_updates - n_terminal)
             if SAMPLING == RAN:
                 n_rng += n_updates
                 n_below += n_updates
+            if OWNED and own_hi > own_lo:
+                # The owner's output, one gather for the host: its first and last rows (the
+                # ones another DPU may share, for the host's merge), then V of its states.
+                for st in range(own_lo, own_hi):
+                    _, m = row_max(q, st)
+                    vout[st - own_lo] = m
+                n_scanned += (own_hi - own_lo) * n_actions
+                for k in range(n_actions):
+                    edges[k] = q[own_lo, k]
+                    edges[n_actions + k] = q[own_hi - 1, k]
             stats[C_UPDATES] = n_updates
             stats[C_TERMINAL] = n_terminal
             stats[C_SCANNED] = n_scanned
@@ -240,7 +271,8 @@ class RlProgram(DpuProgram):
     ``block_bytes`` DMA blocks (8..2,048, a multiple of 16)."""
 
     def __init__(self, n_states: int, n_actions: int, tasklets: int, algo: str, dtype: str,
-                 sampling: str, block_bytes: int = 2048, hardware=None, count_visits: bool = True):
+                 sampling: str, block_bytes: int = 2048, hardware=None, count_visits: bool = True,
+                 bootstrap: str = "table"):
         if not 1 <= tasklets <= 24:
             raise ValueError(f"tasklets must lie in [1, 24]; got {tasklets}")
         if hardware is not None and tasklets > hardware.max_tasklets:
@@ -253,10 +285,15 @@ class RlProgram(DpuProgram):
         self.algo, self.dtype, self.sampling = algo, dtype, sampling
         self.block_bytes = block_bytes
         self.count_visits = count_visits
-        self.name = f"swiftrl-{algo}-{dtype}-{sampling}-t{tasklets}"
+        self.variant = Variant(algo, dtype, sampling, bootstrap=bootstrap)
+        self.bootstrap = bootstrap
+        self.name = f"swiftrl-{algo}-{dtype}-{sampling}-t{tasklets}" + (
+            "-owned" if self.variant.owned else "")
         nq = n_states * n_actions
         layout = [("params", 8 * PARAMS_WORDS), ("rng_state", 4 * tasklets),
                   ("stats", 8 * N_COUNTERS), ("q_table", 4 * nq), ("visits", 4 * nq)]
+        if self.variant.owned:      # state-owned learning's exchange buffers
+            layout += [("v_table", 4 * n_states), ("v_out", 4 * (2 * n_actions + n_states))]
         self.symbols, addr = {}, 0
         for name, size in layout:
             self.symbols[name] = Symbol(name, addr, size)
@@ -284,7 +321,7 @@ class RlProgram(DpuProgram):
         """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
         kernel trusts them, as a DPU program trusts its host); empty when all are fine."""
         heap_records = self.symbols[DPU_MRAM_HEAP_POINTER_NAME].size // RECORD_BYTES
-        codes = Variant(self.algo, self.dtype, self.sampling).codes()
+        codes = self.variant.codes()
         checks = (
             (params[:, P_ALGO] != codes["algo"], f"params.algo is not {self.algo}"),
             (params[:, P_DTYPE] != codes["dtype"], f"params.dtype is not {self.dtype}"),
@@ -297,6 +334,10 @@ class RlProgram(DpuProgram):
             ((params[:, P_N_RECORDS] < 0) | (params[:, P_N_RECORDS] > heap_records),
              f"params.n_records outside [0, {heap_records}] (the MRAM heap)"),
         )
+        if self.variant.owned:
+            checks += (((params[:, P_OWN_LO] < 0) | (params[:, P_OWN_HI] < params[:, P_OWN_LO])
+                        | (params[:, P_OWN_HI] > self.n_states),
+                        f"params.own_lo, own_hi not a range of [0, {self.n_states}]"),)
         out = {}
         for bad, why in checks:
             for i in np.flatnonzero(bad):                   # only the DPUs at fault
@@ -318,13 +359,16 @@ class RlProgram(DpuProgram):
         draws = params[ok, P_SARSA_DRAW] != 0
         for next_action, group in (("logged", run[~draws]), ("epsilon-greedy", run[draws])):
             if len(group):
-                kernel = dpu_kernel(Variant(self.algo, self.dtype, self.sampling, next_action),
-                                    self.count_visits)
+                kernel = dpu_kernel(Variant(self.algo, self.dtype, self.sampling, next_action,
+                                            self.bootstrap), self.count_visits)
+                owned = self.variant.owned
                 run_ranges(lambda lo, hi: kernel(
                     group[lo:hi], alloc.mram.page_table, alloc.mram.pool, alloc.wram,
                     self.n_states, self.n_actions, self.tasklets, self.block_bytes, 0, po,
                     sym["rng_state"].offset, sym["stats"].offset, sym["q_table"].offset,
-                    sym["visits"].offset, self.off_buf), len(group))
+                    sym["visits"].offset, self.off_buf,
+                    sym["v_table"].offset if owned else 0, sym["v_out"].offset if owned else 0),
+                    len(group))
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
         counters[~ok] = 0

@@ -241,6 +241,18 @@ def dpu_alloc_ranks(nr_ranks: int, profile: str | None = None, hardware: Hardwar
     return dpu_alloc(int(machine.functional[free[:nr_ranks]].sum()), machine=machine)
 
 
+
+def book_launch(alloc, name: str, cycles: np.ndarray, n_dpus: int, synchronous: bool) -> None:
+    """Book a launch in the ledger: the slowest DPU's cycles, then the host's fixed costs of
+    a launch: booting every rank, then (here, or in dpu_sync for an asynchronous launch)
+    waiting for their completion (estimates: hardware.py)."""
+    peak = float(cycles.max()) if len(cycles) else 0.0
+    alloc.ledger.add("dpu_kernel", peak / alloc.hw.frequency_hz, f"launch {name}", dpus=n_dpus,
+                     max_cycles=peak)
+    alloc.ledger.add("dpu_kernel", alloc.hw.launch_latency_s, "latency: launch")
+    if synchronous:
+        alloc.ledger.add("dpu_kernel", alloc.hw.sync_latency_s, "latency: synchronisation")
+
 class DpuSet:
     """A set of DPUs (all of an allocation, one rank, or one DPU) with the SDK's operations."""
 
@@ -478,9 +490,8 @@ class DpuSet:
                        "asynchronous launch (call dpu_sync first)")
         program = self.program()
         result = program.launch(self.alloc, self.slots)
-        seconds = float(result.cycles.max()) / self.alloc.hw.frequency_hz if len(result.cycles) else 0.0
-        self.alloc.ledger.add("dpu_kernel", seconds, f"launch {program.name}", dpus=self.nr_dpus,
-                              max_cycles=float(result.cycles.max()) if len(result.cycles) else 0.0)
+        book_launch(self.alloc, program.name, result.cycles, self.nr_dpus,
+                    policy == DPU_SYNCHRONOUS)
         if policy == DPU_ASYNCHRONOUS:
             self.alloc.running[rank_idx] = True
             self.alloc.pending_faults.extend(result.faults)
@@ -492,7 +503,10 @@ class DpuSet:
         """``dpu_sync``: wait for the set's asynchronous launches; report their faults."""
         self._check_alive()
         a = self.alloc
-        a.running[np.unique(a.rank_of(self.slots))] = False
+        ranks = np.unique(a.rank_of(self.slots))
+        if a.running[ranks].any():
+            a.ledger.add("dpu_kernel", a.hw.sync_latency_s, "latency: synchronisation")
+        a.running[ranks] = False
         mine = set(int(s) for s in self.slots)
         faults = [f for f in a.pending_faults if f[0] in mine]
         a.pending_faults = [f for f in a.pending_faults if f[0] not in mine]

@@ -90,7 +90,7 @@ class PimTrainer:
     def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int = 2048,
-                 keep_dpu_tables: bool = False, kernel="numba", placement=None):
+                 keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -102,6 +102,7 @@ class PimTrainer:
         self.keep_dpu_tables = keep_dpu_tables
         self.kernel = kernel
         self.placement = placement
+        self.on_round = on_round     # q (float64) -> dict, after every round (instrumentation)
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
@@ -115,6 +116,10 @@ class PimTrainer:
         if len(records) < self.n_dpus:
             raise ValueError(f"{len(records)} transitions cannot feed {self.n_dpus} DPUs")
         check_records(records, n_states, n_actions, p)
+        if spec.name == "own":
+            from pimrl.pim.owned import fit_owned
+
+            return fit_owned(self, records, n_states, n_actions, spec.rounds, self.on_round)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
         if self.n_dpus > hw.n_dpus:
             raise ValueError(too_many_dpus(self.n_dpus, hw))
@@ -158,6 +163,7 @@ class PimTrainer:
             counters = np.zeros((self.n_dpus, len(cost.COUNTERS)), dtype=np.int64)
             agg_s = 0.0
             visits_before = 0
+            self.rounds_ = []
             nq = n_states * n_actions
             raw_dtype = np.int32 if p.dtype == "int32" else np.float32
             for r, epochs in enumerate(round_epochs):
@@ -180,6 +186,11 @@ class PimTrainer:
                 if not last:
                     with dpus.phase("inter_dpu"):
                         dpus.broadcast_to("q_table", 0, float_to_raw(q, p.dtype, p.frac_bits))
+                entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
+                         "modelled_s": dpus.alloc.ledger.modelled_total_s}
+                if self.on_round is not None:
+                    entry.update(self.on_round(q))
+                self.rounds_.append(entry)
         finally:
             dpus.free()
 

@@ -1,0 +1,305 @@
+"""State-owned Q-learning (``--aggregate own:R``): every state's row is learned by the DPUs
+that own it, from all of its data, and the DPUs exchange only values.
+
+The host sorts the transitions by state ``s`` (stably) and cuts the sorted array into equal
+contiguous parts, one per DPU: each DPU owns the contiguous state range its part covers, and
+the parts are balanced by transition count whatever the skew of the data. A state with more
+transitions than one part straddles a cut and is *split* over several DPUs; a split state can
+only be the first or the last state of a DPU's range.
+
+Each of R rounds: every DPU runs its epochs of Q-learning, bootstrapping from its own fresh
+rows for the states it alone holds and from the broadcast value vector
+``V(s') = max_a Q(s', a)`` for the others (split states included: a copy of a split row has
+seen only part of the state's data, and actions it never saw would still hold stale values) (the kernel variant ``bootstrap=owned``); it then leaves its first and last
+rows and the values of its states in ``v_out``, which the host gathers (one transfer); the
+host merges the copies of each split state's row (weighted by how many of the state's
+transitions each copy holds, per action), takes their values, and broadcasts the new ``V``
+(``S`` words to each DPU). After the last round the host gathers the tables and keeps, for
+every state, its owner's row (or the merged row of a split state). docs/state-owned.md says
+what it converges to and what it costs.
+
+:func:`reference_owned` is the same computation with the reference learner's compiled
+loops instead of simulated DPUs: the bit-exact oracle of the scheme.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pimrl.learners import fixedpoint
+from pimrl.learners.kernels import compiled
+from pimrl.learners.reference import record_words
+from pimrl.learners.variants import (
+    P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, PARAMS_WORDS,
+)
+from pimrl.partition import even_bounds, lane_bounds
+from pimrl.pim import cost
+from pimrl.pim.aggregate import float_to_raw, raw_scale
+from pimrl.rng import lane_seeds
+
+
+@dataclass(frozen=True)
+class OwnerPlan:
+    """Which DPU owns which states. ``order``: the permutation putting the records in DPU
+    order (stable sort by state); ``bounds`` (D + 1): each DPU's records in that order;
+    ``own`` (D, 2): each DPU's state range [lo, hi); ``edge_counts`` (D, 2, A): transitions
+    per action of the DPU's first (0) and last (1) state, the weights of the merge (the last
+    is zero when the range holds one state); ``split`` (S,) bool: states held by more than
+    one DPU."""
+
+    order: np.ndarray
+    bounds: np.ndarray
+    own: np.ndarray
+    edge_counts: np.ndarray
+    split: np.ndarray
+
+    @property
+    def n_dpus(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def shared(self) -> np.ndarray:
+        """(D,) the kernel's ``own_shared`` word: bit 0 when the first state of the DPU's range
+        is split, bit 1 when the last is."""
+        return (self.split[self.own[:, 0]].astype(np.int64)
+                | (self.split[self.own[:, 1] - 1].astype(np.int64) << 1))
+
+    @property
+    def fresh(self) -> np.ndarray:
+        """(D, 2) the states each DPU alone holds (bootstraps from its own rows)."""
+        sh = self.shared
+        return np.stack([self.own[:, 0] + (sh & 1), self.own[:, 1] - ((sh >> 1) & 1)], axis=1)
+
+    @property
+    def longest_range(self) -> int:
+        return int((self.own[:, 1] - self.own[:, 0]).max())
+
+
+def plan_owners(records: np.ndarray, n_states: int, n_actions: int, n_dpus: int) -> OwnerPlan:
+    """Contiguous state ranges balanced by transition count (see the module docstring)."""
+    state = np.asarray(records["state"], dtype=np.int64)
+    order = np.argsort(state, kind="stable")
+    st = state[order]
+    act = np.asarray(records["action"], dtype=np.int64)[order]
+    bounds = even_bounds(len(st), n_dpus)
+    own = np.stack([st[bounds[:-1]], st[bounds[1:] - 1] + 1], axis=1)
+    dpu = np.repeat(np.arange(n_dpus), np.diff(bounds))
+    first = st == own[dpu, 0]
+    last = (st == own[dpu, 1] - 1) & ~first
+    counts = np.zeros((n_dpus, 2, n_actions), dtype=np.int64)
+    for e, mask in enumerate((first, last)):
+        counts[:, e, :] = np.bincount(dpu[mask] * n_actions + act[mask],
+                                      minlength=n_dpus * n_actions).reshape(n_dpus, n_actions)
+    holders = np.zeros(n_states + 1, dtype=np.int64)
+    np.add.at(holders, own[:, 0], 1)
+    np.add.at(holders, own[:, 1], -1)
+    split = np.cumsum(holders)[:n_states] > 1
+    return OwnerPlan(order, bounds, own, counts, split)
+
+
+def merge_edges(plan: OwnerPlan, edges: np.ndarray, n_states: int, scale: float):
+    """The merged rows of the split states, float64 (S, A) (zero elsewhere), from the DPUs'
+    raw edge rows ``edges`` (D, 2, A): the transition-weighted mean of the copies, per
+    action; an action no copy saw keeps the plain mean of the copies."""
+    n_actions = edges.shape[2]
+    states = np.stack([plan.own[:, 0], plan.own[:, 1] - 1], axis=1)        # (D, 2)
+    use = plan.split[states]
+    use[:, 1] &= plan.own[:, 1] - 1 != plan.own[:, 0]                      # one-state ranges
+    s = states[use]
+    w = plan.edge_counts[use].astype(np.float64)
+    rows = edges[use].astype(np.float64) * scale
+    num = np.zeros((n_states, n_actions))
+    den = np.zeros((n_states, n_actions))
+    plain = np.zeros((n_states, n_actions))
+    copies = np.zeros(n_states)
+    np.add.at(num, s, w * rows)
+    np.add.at(den, s, w)
+    np.add.at(plain, s, rows)
+    np.add.at(copies, s, 1.0)
+    plain /= np.where(copies > 0, copies, 1.0)[:, None]
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), plain)
+
+
+def build_values(plan: OwnerPlan, v_out: np.ndarray, merged: np.ndarray, v_prev: np.ndarray,
+                 dtype: str, frac_bits: int) -> np.ndarray:
+    """The next broadcast V (raw, S): the owners' values from ``v_out`` (D, >= longest range)
+    for the states one DPU holds, the max of the merged row for split states; states no DPU
+    holds keep ``v_prev``."""
+    v = v_prev.copy()
+    lengths = plan.own[:, 1] - plan.own[:, 0]
+    dpu = np.repeat(np.arange(plan.n_dpus), lengths)
+    k = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    v[plan.own[dpu, 0] + k] = v_out[dpu, k]
+    split = np.flatnonzero(plan.split)
+    if len(split):
+        v[split] = float_to_raw(merged[split].max(axis=1), dtype, frac_bits)
+    return v
+
+
+def assemble_table(plan: OwnerPlan, tables: np.ndarray, dtype: str, frac_bits: int):
+    """The learned table, float64 (S, A), from the DPUs' raw tables (D, S, A): each state's
+    row from the DPU that holds it, the merged row for split states, zero for states no DPU
+    holds."""
+    n_dpus, n_states, n_actions = tables.shape
+    scale = raw_scale(dtype, frac_bits)
+    s = np.arange(n_states)
+    owner = np.minimum(np.searchsorted(plan.own[:, 1], s, side="right"), n_dpus - 1)
+    held = (plan.own[owner, 0] <= s) & (s < plan.own[owner, 1])
+    q = np.where(held[:, None], tables[owner, s].astype(np.float64) * scale, 0.0)
+    if plan.split.any():
+        edges = np.stack([tables[np.arange(n_dpus), plan.own[:, 0]],
+                          tables[np.arange(n_dpus), plan.own[:, 1] - 1]], axis=1)
+        merged = merge_edges(plan, edges, n_states, scale)
+        q[plan.split] = merged[plan.split]
+    return q
+
+
+def _values_of(plan, edges, v_out, v_prev, p, n_states):
+    merged = merge_edges(plan, edges, n_states, raw_scale(p.dtype, p.frac_bits))
+    return build_values(plan, v_out, merged, v_prev, p.dtype, p.frac_bits)
+
+
+# --------------------------------------------------------------------------- the oracle
+def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
+                    tasklets: int, rounds: int):
+    """State-owned Q-learning with the reference learner's compiled loops: (q float64,
+    raw per-DPU tables after the last round, plan). The lanes and their random streams are
+    the simulated DPUs' (lane ``d * tasklets + t``)."""
+    from dataclasses import replace
+
+    p = replace(params, bootstrap="owned")
+    plan = plan_owners(records, n_states, n_actions, n_dpus)
+    ordered = records[plan.order]
+    cols = record_words(ordered, p)
+    lanes = lane_bounds(plan.bounds, tasklets)
+    rng = lane_seeds(p.seed, np.arange(n_dpus * tasklets)).reshape(n_dpus, tasklets)
+    raw_dtype = np.int32 if p.dtype == "int32" else np.float32
+    q = np.zeros((n_dpus, n_states, n_actions), raw_dtype)
+    v = np.zeros(n_states, raw_dtype)
+    sat = np.zeros(n_dpus, np.int64)
+    loop = compiled(p.variant)
+    scalars = p.kernel_scalars()
+    for r, epochs in enumerate(np.diff(even_bounds(p.epochs, rounds))):
+        sc = scalars.copy()
+        sc[P_EPOCHS] = epochs
+        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh)
+        if r < rounds - 1:
+            d = np.arange(n_dpus)
+            edges = np.stack([q[d, plan.own[:, 0]], q[d, plan.own[:, 1] - 1]], axis=1)
+            longest = plan.longest_range
+            idx = np.minimum(plan.own[:, :1] + np.arange(longest)[None, :], n_states - 1)
+            rows = q[d[:, None], idx]
+            v_out = rows[:, :, 0]
+            for a in range(1, n_actions):       # the kernels' max: first of equals wins
+                v_out = np.where(rows[:, :, a] > v_out, rows[:, :, a], v_out)
+            v = _values_of(plan, edges, v_out, v, p, n_states)
+    return assemble_table(plan, q, p.dtype, p.frac_bits), q, plan
+
+
+# --------------------------------------------------------------------------- the host
+def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
+    """``PimTrainer.fit`` for ``own:R``: sets the same attributes, plus ``rounds_``."""
+    from dataclasses import replace
+
+    from pimrl.pim.hardware import get_hardware
+    from pimrl.pim.rlprogram import RECORD_BYTES
+    from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+    from pimrl.pim.trainer import KERNELS, dpu_record_matrix
+
+    t_start = time.perf_counter()
+    p = replace(trainer.params, bootstrap="owned")
+    if p.algo != "q":
+        raise ValueError(f"{trainer.aggregate}: state-owned learning is implemented for "
+                         f"Q-learning only (SARSA's policy value V(s') is not); use --algo q")
+    hw = get_hardware(trainer.hardware) if isinstance(trainer.hardware, str) else trainer.hardware
+    factory = trainer.kernel if callable(trainer.kernel) else KERNELS[trainer.kernel]
+    program = factory(n_states, n_actions, trainer.tasklets, p.algo, p.dtype, p.sampling,
+                      trainer.block_bytes, hw, count_visits=False, bootstrap="owned")
+    plan = plan_owners(records, n_states, n_actions, trainer.n_dpus)
+    n = trainer.n_dpus
+    longest = int(np.diff(plan.bounds).max())
+    if longest * RECORD_BYTES > hw.mram_bytes:
+        raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
+                         f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
+    matrix = dpu_record_matrix(records[plan.order], plan.bounds)
+    if p.dtype == "int32":
+        matrix = matrix.copy()
+        matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+    raw_dtype = np.int32 if p.dtype == "int32" else np.float32
+    nq = n_states * n_actions
+    out_words = 2 * n_actions + plan.longest_range
+    dpus = dpu_alloc(n, machine=Machine(hw))
+    history = []
+    try:
+        dpus.load(program)
+        dpus.scatter_to(DPU_MRAM_HEAP_POINTER_NAME, 0, matrix.view(np.uint8).reshape(n, -1))
+        params = np.zeros((n, PARAMS_WORDS), dtype=np.int64)
+        scalars = p.kernel_scalars()
+        params[:, : len(scalars)] = scalars
+        params[:, P_N_RECORDS] = np.diff(plan.bounds)
+        params[:, P_OWN_LO] = plan.own[:, 0]
+        params[:, P_OWN_HI] = plan.own[:, 1]
+        params[:, P_OWN_SHARED] = plan.shared
+        lanes = np.arange(n * trainer.tasklets)
+        dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes).reshape(n, -1))
+        v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros
+        counters = np.zeros((n, len(cost.COUNTERS)), dtype=np.int64)
+        round_epochs = np.diff(even_bounds(p.epochs, rounds))
+        agg_s = 0.0
+        sent = None
+        ledger = dpus.alloc.ledger
+        # What stopping after a round would add: gathering the tables (as the last round does).
+        stop_s = cost.parallel_transfer_seconds(hw, 4 * nq, n, dpus.nr_ranks, False)
+        for r, epochs in enumerate(round_epochs):
+            last = r == len(round_epochs) - 1
+            params[:, P_EPOCHS] = epochs
+            if sent is None or not np.array_equal(sent, params):    # only when they change
+                with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+                    dpus.scatter_to("params", 0, params.view(np.uint8).reshape(n, -1))
+                sent = params.copy()
+            counters += dpus.launch().counters
+            if last:
+                with dpus.phase("dpu_cpu"):
+                    tables = dpus.gather_from("q_table", 0, 4 * nq).view(raw_dtype).reshape(
+                        n, n_states, n_actions)
+            else:
+                with dpus.phase("inter_dpu"):
+                    out = dpus.gather_from("v_out", 0, 4 * out_words).view(raw_dtype).reshape(
+                        n, out_words)
+                t0 = time.perf_counter()
+                edges = out[:, : 2 * n_actions].reshape(n, 2, n_actions)
+                v = _values_of(plan, edges, out[:, 2 * n_actions:], v, p, n_states)
+                agg_s += time.perf_counter() - t0
+                with dpus.phase("inter_dpu"):
+                    dpus.broadcast_to("v_table", 0, v)
+            entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
+                     "modelled_s": ledger.modelled_total_s + (0.0 if last else stop_s)}
+            if on_round is not None:
+                # Instrumentation, outside the modelled run: the tables as they stand.
+                snap = tables if last else dpus._read(dpus.slots, dpus.get_symbol("q_table"), 0,
+                                                      4 * nq).view(raw_dtype).reshape(
+                                                          n, n_states, n_actions)
+                entry.update(on_round(assemble_table(plan, snap, p.dtype, p.frac_bits)))
+            history.append(entry)
+        t0 = time.perf_counter()
+        q = assemble_table(plan, tables, p.dtype, p.frac_bits)
+        agg_s += time.perf_counter() - t0
+    finally:
+        dpus.free()
+    trainer.q_ = q
+    trainer.timings_ = dpus.alloc.ledger
+    trainer.timings_.measure("host_aggregation", agg_s)
+    trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
+    trainer.counters_ = counters
+    trainer.saturations_ = int(counters[:, cost.C["saturations"]].sum())
+    trainer.n_updates_ = int(counters[:, cost.C["updates"]].sum())
+    trainer.bounds_ = plan.bounds
+    trainer.plan_ = plan
+    trainer.program_ = program
+    trainer.hardware_ = hw
+    trainer.rounds_ = history
+    if trainer.keep_dpu_tables:
+        trainer.dpu_tables_ = tables.copy()
+    return trainer

@@ -1,0 +1,219 @@
+"""State-owned Q-learning (--aggregate own:R): the owner plan, the merge, bit-exactness of
+the reference, numba and C kernels at any thread count, the modelled latencies and time to
+quality (docs/state-owned.md)."""
+import json
+
+import numba
+import numpy as np
+import pytest
+
+from conftest import random_records
+from pimrl.cli import main
+from pimrl.data.records import TRANSITION_DTYPE
+from pimrl.experiments.quality import reaches_optimum, round_evaluator, time_to_quality
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.reference import learn_partition
+from pimrl.learners.variants import Variant, get_variant
+from pimrl.partition import even_bounds, lane_bounds
+from pimrl.pim.aggregate import parse_aggregate
+from pimrl.pim.hardware import get_hardware
+from pimrl.pim.owned import merge_edges, plan_owners, reference_owned
+from pimrl.pim.trainer import PimTrainer
+
+S, A = 9, 3
+
+
+def skewed_records(n=900, seed=3):
+    """Random transitions over 9 states, state 4 holding half of them (a heavy state)."""
+    rec = random_records(n, S, A, seed=seed)
+    rec["state"][::2] = 4
+    return rec
+
+
+def records_of(states, actions):
+    rec = np.zeros(len(states), TRANSITION_DTYPE)
+    rec["state"], rec["action"] = states, actions
+    rec["next_state"] = states
+    return rec
+
+
+def test_plan_balances_by_count_and_splits_heavy_states():
+    # 12 transitions: state 0 x2, state 1 x6 (heavy), state 3 x4; 3 DPUs of 4.
+    states = np.array([1, 3, 1, 0, 1, 3, 1, 0, 1, 3, 1, 3])
+    actions = np.array([0, 1, 1, 0, 0, 1, 2, 1, 0, 0, 1, 0])
+    plan = plan_owners(records_of(states, actions), 5, 3, 3)
+    assert plan.bounds.tolist() == [0, 4, 8, 12]
+    assert plan.own.tolist() == [[0, 2], [1, 2], [3, 4]]
+    assert plan.split.tolist() == [False, True, False, False, False]
+    # DPU 0 holds both 0s (actions 0, 1) and the first two of state 1's six transitions in
+    # stable order (actions 0, 1); DPU 1 the other four (0, 2, 0, 1).
+    assert plan.edge_counts[0].tolist() == [[1, 1, 0], [1, 1, 0]]
+    assert plan.edge_counts[1].tolist() == [[2, 1, 1], [0, 0, 0]]      # one state: edge 0 only
+    assert plan.shared.tolist() == [2, 3, 0]
+    assert plan.fresh.tolist() == [[0, 1], [2, 1], [3, 4]]
+    # Every record lands on a DPU whose range holds its state.
+    st = states[plan.order]
+    dpu = np.repeat(np.arange(3), np.diff(plan.bounds))
+    assert np.all((plan.own[dpu, 0] <= st) & (st < plan.own[dpu, 1]))
+
+
+def test_merge_weights_copies_by_their_transitions():
+    states = np.array([1] * 6 + [0, 0])
+    actions = np.array([0, 0, 0, 1, 1, 1, 0, 1])
+    plan = plan_owners(records_of(states, actions), 2, 2, 2)     # DPU 0: 0, 0, 1, 1; DPU 1: 1 x4
+    assert plan.split.tolist() == [False, True]
+    edges = np.zeros((2, 2, 2), np.float32)
+    edges[0, 1] = [10.0, 99.0]            # DPU 0's copy of state 1: saw action 0 twice, 1 never
+    edges[1, 0] = [4.0, 6.0]              # DPU 1's: action 0 once, action 1 three times
+    merged = merge_edges(plan, edges, 2, 1.0)
+    assert merged[1].tolist() == [(2 * 10 + 1 * 4) / 3, 6.0]
+
+
+def test_one_dpu_is_plain_q_learning_over_the_state_sorted_data():
+    rec = random_records(500, S, A, seed=1)
+    p = LearnerParams(epochs=4)
+    tr = PimTrainer(p, n_dpus=1, tasklets=4, aggregate="own:4", keep_dpu_tables=True).fit(rec, S, A)
+    ordered = rec[np.argsort(rec["state"], kind="stable")]
+    lanes = lane_bounds(even_bounds(len(rec), 1), 4)[0]
+    expect = learn_partition(ordered, S, A, p, lanes)
+    assert np.array_equal(tr.dpu_tables_[0], expect.q_raw)
+
+
+@pytest.mark.parametrize("dtype,sampling", [("fp32", "seq"), ("int32", "str"), ("fp32", "ran"),
+                                            ("int32", "ran")])
+def test_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling):
+    rec = skewed_records()
+    p = LearnerParams(epochs=6, dtype=dtype, sampling=sampling)
+    q_ref, raw_ref, plan = reference_owned(rec, S, A, p, 7, 3, 3)
+    assert plan.split[4]                   # the heavy state is shared
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        try:
+            tr = PimTrainer(p, n_dpus=7, tasklets=3, aggregate="own:3",
+                            keep_dpu_tables=True).fit(rec, S, A)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), threads
+        assert np.array_equal(tr.q_, q_ref)
+
+
+def test_owned_bootstrap_differs_from_own_table_and_learns_the_chain():
+    """A 5-state chain 0 -> 1 -> ... -> 4 (terminal, reward 1), one state per DPU: the value
+    crosses one DPU per round, so the start's greedy value after R rounds is known."""
+    n = 50
+    rec = np.zeros(5 * n, TRANSITION_DTYPE)
+    rec["state"] = np.repeat(np.arange(5), n)
+    rec["next_state"] = np.minimum(rec["state"] + 1, 4)
+    rec["terminated"] = rec["state"] == 4
+    rec["reward"] = np.where(rec["terminated"], 1.0, 0.0)
+    p = LearnerParams(epochs=8, alpha=0.5, gamma=0.5)
+    for rounds, reached in ((2, [3, 4]), (4, [1, 2, 3, 4]), (8, [0, 1, 2, 3, 4])):
+        q = PimTrainer(p, n_dpus=5, tasklets=1, aggregate=f"own:{rounds}").fit(rec, 5, 1).q_
+        assert np.flatnonzero(q[:, 0] > 1e-6).tolist() == reached, rounds
+    np.testing.assert_allclose(q[:, 0], [0.0625, 0.125, 0.25, 0.5, 1.0], rtol=1e-5)
+
+
+def test_variant_registry_entry():
+    v = get_variant("q-fp32-seq@owned")
+    assert v.owned and v.key == "q-fp32-seq@owned" and v.c_defines()["SWIFTRL_BOOTSTRAP"] == 1
+    with pytest.raises(ValueError, match="Q-learning only"):
+        Variant("sarsa", bootstrap="owned")
+    assert parse_aggregate("own:5").label == "own:5"
+    with pytest.raises(ValueError, match="own:R"):
+        parse_aggregate("own:0")
+
+
+def test_latencies_are_charged_per_launch_and_round():
+    rec = random_records(400, S, A, seed=2)
+    p = LearnerParams(epochs=4)
+    runs = {}
+    for lat in (0.0, 1e-3):
+        hw = get_hardware("upmem-2556", {"launch_latency_s": lat, "sync_latency_s": lat / 2})
+        runs[lat] = PimTrainer(p, n_dpus=4, tasklets=2, aggregate="own:4", hardware=hw).fit(rec, S, A)
+    d = {c: runs[1e-3].timings_.modelled_s[c] - runs[0.0].timings_.modelled_s[c]
+         for c in ("dpu_kernel", "inter_dpu")}
+    assert d["dpu_kernel"] == pytest.approx(4 * 1.5e-3)     # four launches, each waited for
+    assert d["inter_dpu"] == 0.0
+
+
+def test_time_to_quality_per_round():
+    from pimrl.data import generate_dataset
+    from pimrl.envs import make
+
+    env = make("CliffWalking-v1")
+    rec = generate_dataset(env, 30_000, 0)
+    p = LearnerParams(epochs=16)
+    tr = PimTrainer(p, n_dpus=16, tasklets=4, aggregate="own:16",
+                    on_round=round_evaluator(env, p.gamma)).fit(rec, env.n_states, env.n_actions)
+    times = [e["modelled_s"] for e in tr.rounds_]
+    assert len(times) == 16 and np.all(np.diff(times) > 0)
+    assert times[-1] == pytest.approx(tr.timings_.modelled_total_s)
+    ttq = time_to_quality(tr.rounds_)
+    assert ttq["quality_round"] is not None and ttq["time_to_quality_modelled_s"] < times[-1]
+    assert tr.rounds_[-1]["mean_return"] == pytest.approx(-13.0)
+    assert not tr.rounds_[0]["reached"]
+
+
+def test_tolerance():
+    assert reaches_optimum(1.0, 7.9233, 1.0, 7.93)
+    assert not reaches_optimum(1.0, 7.80, 1.0, 7.93)
+    assert reaches_optimum(0.72, 0.72, 0.7298, 0.7298)
+    assert not reaches_optimum(0.71, 0.71, 0.7298, 0.7298)
+
+
+def test_cli_reports_time_to_quality_and_rejects_sarsa(capsys):
+    args = ["train", "--env", "CliffWalking-v1", "--transitions", "5000", "--backend", "pim",
+            "--dpus", "4", "--tasklets", "2", "--epochs", "4", "--aggregate", "own:4"]
+    assert main(args + ["--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert len(run["rounds"]) == 4 and "quality_tolerance" in run
+    assert main(args) == 0
+    assert "time to quality" in capsys.readouterr().out
+    assert main(args + ["--algo", "sarsa"]) == 2
+    assert "Q-learning only" in capsys.readouterr().err
+
+
+def _have_dpurt():
+    import os
+    import sys
+
+    from pimrl.dpurt import cc
+
+    return cc.have_compiler() and sys.platform == "linux" and os.uname().machine == "x86_64"
+
+
+@pytest.mark.skipif(not _have_dpurt(), reason="the DPU runtime needs gcc on x86-64 Linux")
+@pytest.mark.parametrize("dtype,sampling", [("fp32", "ran"), ("int32", "seq")])
+def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
+    from pimrl.dpurt import swiftrl
+
+    rec = skewed_records(400)
+    p = LearnerParams(epochs=4, dtype=dtype, sampling=sampling)
+    q_ref, raw_ref, _ = reference_owned(rec, S, A, p, 5, 3, 2)
+    for workers in (1, 2):
+        def program(*a, **k):
+            return swiftrl.swiftrl_program(*a, workers=workers, **k)
+
+        tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2", keep_dpu_tables=True,
+                        kernel=program).fit(rec, S, A)
+        numba_tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2").fit(rec, S, A)
+        assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), workers
+        assert np.array_equal(tr.q_, q_ref)
+        assert np.array_equal(tr.counters_, numba_tr.counters_)    # the same counted work
+
+
+def test_tradeoff_table_picks_the_cheapest_run_that_keeps_the_optimum():
+    from pimrl.experiments.quality import tradeoff_table
+
+    def row(agg, ret, total, ttq=None):
+        return {"env": "E", "n_dpus": "8", "aggregator": agg, "success_rate": "1",
+                "mean_return": str(ret), "optimal_success_rate": "1", "optimal_mean_return": "10",
+                "pim_total_modelled_s": str(total), "time_to_quality_modelled_s": str(ttq or total)}
+
+    rows = [row("mean", 0, 1.0), row("own:4", 5, 1.2), row("own:8", 10, 1.5, 1.1),
+            row("own:16", 10, 2.0), row("sync:8:weighted", 10, 3.0)]
+    line = tradeoff_table(rows).splitlines()[-1]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[2] == "not reached"
+    assert cells[-1] == "own:8: 1500.0 ms, 1.50x mean; first at 1100.0 ms"
+    assert cells[-2].startswith("sync:8:weighted: 3000.0 ms, 3.00x mean")
