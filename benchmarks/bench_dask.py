@@ -85,7 +85,7 @@ def simulation(n_dpus):
     from pimrl.learners.params import LearnerParams
     from pimrl.pim.distributed import DaskPlacement
     from pimrl.pim.hardware import get_hardware
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     env = make("Taxi-v3")
     records = generate_dataset(env, 40 * n_dpus, 0)

@@ -34,7 +34,7 @@ from pimrl.learners.kernels import compiled  # noqa: E402
 from pimrl.learners.params import LearnerParams  # noqa: E402
 from pimrl.learners.reference import record_words  # noqa: E402
 from pimrl.partition import even_bounds, lane_bounds  # noqa: E402
-from pimrl.pim.trainer import PimTrainer  # noqa: E402
+from pimrl.swiftrl.trainer import PimTrainer  # noqa: E402
 from pimrl.rng import lane_seeds  # noqa: E402
 
 

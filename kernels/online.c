@@ -1,14 +1,14 @@
 /* online.c: the online DPU kernel, tabular Q-learning or on-policy SARSA with the
  * environment stepped on the DPU itself (no dataset), in UPMEM C. It follows
  * docs/design.md's "Online learning" exactly, as the simulator's built-in program
- * (pimrl/pim/online_program.py) and the plain-Python reference (pimrl/online/reference.py) do:
+ * (pimrl/online/program.py) and the plain-Python reference (pimrl/online/reference.py) do:
  *
  *   dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=16 -DN_STATES=64 -DN_ACTIONS=4 -DN_OUTCOMES=3 \
  *       -DN_START=1 -DSWIFTRL_ALGO=0 -DSWIFTRL_DTYPE=0 -o online online.c
  *
  * SWIFTRL_ALGO 0 Q-learning | 1 on-policy SARSA; SWIFTRL_DTYPE 0 FP32 | 1 INT32 (Q format);
  * COUNT_VISITS 1 counts updates per (s, a); Q_MRAM / ENV_MRAM / VISITS_MRAM give the MRAM heap
- * offsets of the tables that do not fit WRAM (pimrl.pim.online_program.online_layout chooses).
+ * offsets of the tables that do not fit WRAM (pimrl.online.program.online_layout chooses).
  *
  * Each tasklet is a lane with its own episodes and xorshift32 stream; the steps of a launch
  * are applied round-robin over tasklets (step i of tasklet 0, then of tasklet 1, ...),

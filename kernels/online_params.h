@@ -1,5 +1,5 @@
 /* online_params.h: the online kernel's parameter words (kernels/online.c).
- * Generated from pimrl/learners/variants.py (python -m pimrl.dpurt.online --write-header);
+ * Generated from pimrl/learners/variants.py (python -m pimrl.online.cprogram --write-header);
  * do not edit: a test checks that it matches. Plain C99. */
 #ifndef ONLINE_PARAMS_H
 #define ONLINE_PARAMS_H

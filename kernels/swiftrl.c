@@ -12,7 +12,7 @@
  * v_table otherwise.
  *
  * It follows docs/design.md exactly, as the simulator's built-in kernel
- * (pimrl/pim/rlprogram.py) and the reference learner do: the DPU's records are split into
+ * (pimrl/swiftrl/program.py) and the reference learner do: the DPU's records are split into
  * NR_TASKLETS contiguous lanes; the updates are applied round-robin over tasklets (step i of
  * tasklet 0, then of tasklet 1, ...), enforced by a handshake token ring, so each update
  * reads and writes the shared Q-table alone and in the contract's order; the same xorshift32

@@ -2,7 +2,7 @@
  * program (host/app.c, which includes this file as "../kernels/swiftrl_common.h", as PrIM's
  * programs include their support headers) share: the symbol names, the transition record,
  * the kernel parameters, the work counters and the variant codes. The same layout as the
- * simulator's built-in kernel (pimrl/pim/rlprogram.py) and the same codes as
+ * simulator's built-in kernel (pimrl/swiftrl/program.py) and the same codes as
  * pimrl/learners/params.py, so one host program drives either; tests/test_shim.py checks
  * the values against pimrl's Python definitions. Plain C99 and <stdint.h> only: it builds
  * for the DPU (pimrl's or the UPMEM SDK's dpu-upmem-dpurte-clang), the host and pimrl. */

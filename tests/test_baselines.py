@@ -130,7 +130,7 @@ GPU_SIM_SCRIPT = textwrap.dedent("""
     from pimrl.learners.params import LearnerParams
     from pimrl.learners.reference import learn_partition
     from pimrl.partition import even_bounds, lane_bounds
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     n = 0
     for env_id in ("CliffWalking-v1", "FrozenLake-v1"):

@@ -132,7 +132,7 @@ def test_recosting_reproduces_the_trainer():
     from pimrl.calibration.sensitivity import record_runs, recost, varied
     from pimrl.data import generate_dataset
     from pimrl.learners.params import LearnerParams
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     hw = get_hardware()
     records = generate_dataset("Taxi-v3", 20000, 1)

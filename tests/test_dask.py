@@ -149,7 +149,7 @@ def test_a_10000_dpu_simulation_on_two_workers_equals_the_local_run(client):
     from pimrl.learners.params import LearnerParams
     from pimrl.pim.distributed import DaskPlacement
     from pimrl.pim.hardware import get_hardware
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     env = make("FrozenLake-v1")
     records = generate_dataset(env, 30_011, 4)         # 3 transitions a DPU, some 4
@@ -178,7 +178,7 @@ def test_a_distributed_set_checks_as_the_sdk_does(client):
     from pimrl.pim.distributed import DistributedDpuSet
     from pimrl.pim.errors import DpuError
     from pimrl.pim.hardware import get_hardware
-    from pimrl.pim.rlprogram import RlProgram
+    from pimrl.swiftrl.program import RlProgram
     from pimrl.pim.system import Machine, dpu_alloc
 
     hw = get_hardware("upmem-640")

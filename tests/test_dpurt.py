@@ -25,7 +25,7 @@ from pimrl.dpurt import cc
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
 from pimrl.partition import even_bounds, lane_bounds
-from pimrl.pim import trainer
+from pimrl.swiftrl import trainer
 from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
     not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
     reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
 
-from pimrl.dpurt import swiftrl  # noqa: E402
+from pimrl.swiftrl import cprogram as swiftrl  # noqa: E402
 from pimrl.dpurt.testing import DpuSim, dpu_sim  # noqa: E402,F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[1]

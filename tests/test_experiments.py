@@ -315,7 +315,7 @@ def test_dpus_beyond_the_preset_get_advice_that_helps(tmp_path, capsys):
     assert 'use study.hardware = "upmem-2560"' not in err and "--hardware upmem-2560" not in err
     assert not (tmp_path / "o" / "results.csv").exists()
     from pimrl.learners.params import LearnerParams
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
     from pimrl.envs import make
     from pimrl.data import generate_dataset
 

@@ -21,7 +21,7 @@ from pimrl.online.params import OnlineParams
 from pimrl.online.reference import ReferenceAgent
 from pimrl.online.trainer import OnlineTrainer
 from pimrl.pim.hardware import get_hardware
-from pimrl.pim.online_program import online_layout
+from pimrl.online.program import online_layout
 from pimrl.rng import lane_seeds
 
 HAVE_C = cc.have_compiler() and sys.platform == "linux" and os.uname().machine == "x86_64"
@@ -159,7 +159,7 @@ def test_c_kernel_equals_numba(env_id, force_mram, v):
 
 
 def test_online_header_is_current():
-    from pimrl.dpurt.online import KERNELS
+    from pimrl.online.cprogram import KERNELS
 
     assert (KERNELS / "online_params.h").read_text() == online_c_header()
 
@@ -329,7 +329,7 @@ def test_step_limit_truncates_episodes_known_answer():
 def test_c_kernel_independent_of_runtime_workers():
     from functools import partial
 
-    from pimrl.dpurt.online import online_c_program
+    from pimrl.online.cprogram import online_c_program
 
     env = make("FrozenLake-v1")
     p = _params(OnlineVariant("sarsa", "fp32"))

@@ -15,10 +15,10 @@ from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
 from pimrl.learners.variants import Variant, get_variant
 from pimrl.partition import even_bounds, lane_bounds
-from pimrl.pim.aggregate import parse_aggregate
+from pimrl.learners.aggregate import parse_aggregate
 from pimrl.pim.hardware import get_hardware
-from pimrl.pim.owned import merge_edges, plan_owners, reference_owned
-from pimrl.pim.trainer import PimTrainer
+from pimrl.swiftrl.owned import merge_edges, plan_owners, reference_owned
+from pimrl.swiftrl.trainer import PimTrainer
 
 S, A = 9, 3
 
@@ -185,7 +185,7 @@ def _have_dpurt():
 @pytest.mark.skipif(not _have_dpurt(), reason="the DPU runtime needs gcc on x86-64 Linux")
 @pytest.mark.parametrize("dtype,sampling", [("fp32", "ran"), ("int32", "seq")])
 def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
-    from pimrl.dpurt import swiftrl
+    from pimrl.swiftrl import cprogram as swiftrl
 
     rec = skewed_records(400)
     p = LearnerParams(epochs=4, dtype=dtype, sampling=sampling)

@@ -15,12 +15,12 @@ from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim import system as sdk
-from pimrl.pim.aggregate import float_to_raw, raw_to_float
+from pimrl.learners.aggregate import float_to_raw, raw_to_float
 from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
-from pimrl.pim.rlprogram import RlProgram
+from pimrl.swiftrl.program import RlProgram
 from pimrl.pim.system import KernelProgram, Machine, dpu_alloc
-from pimrl.pim.trainer import PimTrainer
+from pimrl.swiftrl.trainer import PimTrainer
 
 # The twelve algo x dtype x sampling variants, from the registry.
 VARIANTS = [(v.algo, v.dtype, v.sampling) for v in all_variants()]
@@ -276,7 +276,7 @@ import resource, numpy as np
 from pimrl.envs import make
 from pimrl.data import generate_dataset
 from pimrl.learners.params import LearnerParams
-from pimrl.pim.trainer import PimTrainer
+from pimrl.swiftrl.trainer import PimTrainer
 env = make("Taxi-v3")
 rec = generate_dataset(env, 1_000_000, 0)
 tr = PimTrainer(LearnerParams(), n_dpus=2560, tasklets=16, hardware="upmem-2560").fit(rec, 500, 6)
@@ -327,7 +327,7 @@ def test_sync_weighted_rounds_equal_host_replica():
         agg = np.where(w.sum(0) > 0, (w * q).sum(0) / np.maximum(w.sum(0), 1), q.mean(0))
         q_init = agg.astype(np.float32)
     assert np.allclose(tr.q_, agg, rtol=0, atol=1e-12)
-    from pimrl.pim.aggregate import parse_aggregate
+    from pimrl.learners.aggregate import parse_aggregate
 
     assert parse_aggregate("sync:3:weighted").label == "sync:3:weighted"
     with pytest.raises(ValueError, match="sync:R:weighted"):
@@ -337,7 +337,7 @@ def test_sync_weighted_rounds_equal_host_replica():
 def test_kernel_faults_on_bad_records_and_parameters():
     """The kernel trusts nothing a host program wrote: bad records or parameters fault the
     DPU with a report instead of corrupting memory."""
-    from pimrl.pim.rlprogram import PARAMS_WORDS, P_N_RECORDS
+    from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS
 
     p = LearnerParams()
     prog = RlProgram(S, A, 2, "q", "fp32", "seq", 256, get_hardware())

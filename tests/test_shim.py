@@ -142,7 +142,7 @@ def test_python_paths_work_without_a_c_compiler(monkeypatch, capsys):
 # ------------------------------------------------------------------------------ programs
 def test_builtin_program_names():
     from pimrl.pim.hardware import get_hardware
-    from pimrl.pim.rlprogram import RlProgram
+    from pimrl.swiftrl.program import RlProgram
 
     hw = get_hardware("upmem-640")
     p = programs.load_program("pimrl:swiftrl?states=10&actions=3&tasklets=8&algo=sarsa"
@@ -224,7 +224,8 @@ def test_headers_agree_with_python(shim, tmp_path):
     """Error codes, the SwiftRL params layout, record and counters: C headers == Python.
     kernels/swiftrl_common.h is the one header the kernel and host/app.c share."""
     from pimrl.learners import variants as P
-    from pimrl.pim import cost, rlprogram
+    from pimrl.pim import cost
+    from pimrl.swiftrl import program as rlprogram
 
     build, env = shim
     assert not (HOST / "swiftrl_common.h").exists()          # one shared header
@@ -298,7 +299,7 @@ def test_app_end_to_end(app, shim, dataset, tmp_path, request, args, spec, kerne
     numba kernel, PimTrainer(kernel="numba")."""
     from pimrl.data import load_dataset
     from pimrl.learners.params import LearnerParams
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     _, env = shim
     ds = load_dataset(dataset)

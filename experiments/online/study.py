@@ -21,7 +21,7 @@ from pimrl.io import atomic_write_text
 from pimrl.learners.params import LearnerParams
 from pimrl.online.params import OnlineParams
 from pimrl.online.trainer import OnlineTrainer
-from pimrl.pim.trainer import PimTrainer
+from pimrl.swiftrl.trainer import PimTrainer
 
 HERE = Path(__file__).parent
 DATA = HERE / "data"

@@ -23,7 +23,7 @@ from pimrl.learners.variants import all_variants
 from pimrl.pim import cost
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.pim.system import Machine, dpu_alloc
-from pimrl.pim.trainer import PimTrainer
+from pimrl.swiftrl.trainer import PimTrainer
 
 VARIANTS = [(v.algo, v.dtype, v.sampling) for v in all_variants()]
 DPU_COUNTS = (125, 2000)

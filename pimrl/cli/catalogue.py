@@ -57,7 +57,7 @@ def learner_defaults() -> dict:
 
 def trainer_defaults() -> dict:
     """PimTrainer's keyword defaults (DPUs, tasklets, aggregator, partition, hardware, ...)."""
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     return {name: p.default for name, p in inspect.signature(PimTrainer).parameters.items()
             if p.default is not inspect.Parameter.empty}
@@ -77,9 +77,9 @@ def catalogue() -> list:
     from pimrl.envs import make
     from pimrl.envs.registry import ALIASES, REGISTRY
     from pimrl.learners.variants import ALGOS, DTYPES, NEXT_ACTIONS, SAMPLINGS
-    from pimrl.pim.aggregate import AGGREGATORS
+    from pimrl.learners.aggregate import AGGREGATORS
     from pimrl.pim.hardware import PRESETS
-    from pimrl.pim.trainer import KERNELS
+    from pimrl.swiftrl.trainer import KERNELS
 
     envs = Section("environments", "--env", "pimrl.envs.registry.REGISTRY")
     for name, entry in REGISTRY.items():
@@ -91,17 +91,16 @@ def catalogue() -> list:
         envs.entries.append((name, text))
     hardware = Section("hardware presets", "--hardware", "pimrl.pim.hardware.PRESETS",
                        [(n, hardware_summary(hw)) for n, hw in PRESETS.items()])
-    aggregators = Section("aggregators", "--aggregate", "pimrl.pim.aggregate.AGGREGATORS",
-                          [(n, first_sentence(f.__doc__)) for n, f in AGGREGATORS.items()])
+    aggregators = Section("aggregators", "--aggregate", "pimrl.learners.aggregate.AGGREGATORS",
+                          AGGREGATORS.describe())
     aggregators.entries.append(
         ("sync:R[:weighted]", f"R >= 1 rounds; after each, the aggregate ({' or '.join(AGGREGATORS)}"
          ") is broadcast back to every DPU, as in federated Q-learning"))
     aggregators.entries.append(
         ("own:R", "state-owned Q-learning: each DPU owns a range of states and sees all their "
          "transitions; R rounds broadcast the value vector V (docs/state-owned.md)"))
-    programs = Section("DPU programs", "--kernel", "pimrl.pim.trainer.KERNELS", [
-        (n, first_sentence(inspect.getmodule(k).__doc__ if inspect.isclass(k) else k.__doc__))
-        for n, k in KERNELS.items()])
+    programs = Section("DPU programs", "--kernel", "pimrl.swiftrl.trainer.KERNELS",
+                       KERNELS.describe())
     d = learner_defaults()
     learner = Section("learner choices", "--algo/--dtype/--sampling/--next-action",
                       "pimrl.learners.variants.AXES",

@@ -37,9 +37,9 @@ def register(subparsers) -> None:
                    "simulated DPUs")
     # Defaults come from LearnerParams and PimTrainer, choices from their registries.
     from pimrl.cli.catalogue import describe_choices, learner_defaults, trainer_defaults
-    from pimrl.pim.aggregate import AGGREGATORS
+    from pimrl.learners.aggregate import AGGREGATORS
     from pimrl.pim.hardware import PRESETS
-    from pimrl.pim.trainer import KERNELS
+    from pimrl.swiftrl.trainer import KERNELS
 
     d, t = learner_defaults(), trainer_defaults()
     p.set_defaults(**d)              # LearnerParams' field names are the options' names
@@ -146,7 +146,7 @@ def _dpu_counts(text: str):
 
 def run_pim(records, env, params, args, n_dpus, hw, placement=None):
     from pimrl.experiments.quality import round_evaluator
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,

@@ -34,7 +34,7 @@ except ModuleNotFoundError:  # Python < 3.11
 
 from pimrl.learners.variants import expand_variants, parse_variant
 from pimrl.learners.params import LearnerParams
-from pimrl.pim.aggregate import parse_aggregate
+from pimrl.learners.aggregate import parse_aggregate
 from pimrl.pim.hardware import PRESETS, get_hardware
 
 LEARNER_KEYS = ("epochs", "alpha", "gamma", "epsilon", "next_action", "stride", "frac_bits")

@@ -424,7 +424,7 @@ def _quality(env, q, gamma):
 def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
     """A row's PIM simulation and the exact quality of its policy."""
     from pimrl.cluster import worker_facts
-    from pimrl.pim.trainer import PimTrainer
+    from pimrl.swiftrl.trainer import PimTrainer
 
     facts = worker_facts(numba_threads)
     env, records, params = _env(run["env"]), _dataset(run, need), learner_params(run)

@@ -5,9 +5,9 @@ parameter words are laid out.
 A variant is one choice on each axis: algorithm x dtype x sampling order x SARSA's next
 action. Every backend takes its variants from here: the reference learner and the CPU
 baseline (:mod:`pimrl.learners.kernels`, one compiled loop per variant), the simulator's
-numba DPU kernel (``pimrl.pim.rlprogram``), the GPU baseline, the UPMEM C kernel (its ``-D``
+numba DPU kernel (``pimrl.swiftrl.program``), the GPU baseline, the UPMEM C kernel (its ``-D``
 flags: :meth:`Variant.c_defines`) and ``host/app.c`` (through ``kernels/swiftrl_variants.h``,
-generated from :func:`c_header` by ``python -m pimrl.dpurt.swiftrl --write-header``; a
+generated from :func:`c_header` by ``python -m pimrl.swiftrl.cprogram --write-header``; a
 test keeps it current).
 
 Adding a choice to an axis (a third algorithm, say) adds one :class:`Choice` here; the
@@ -239,7 +239,7 @@ def c_header() -> str:
     """The text of ``kernels/swiftrl_variants.h``: the codes and parameter word indices."""
     lines = [
         "/* swiftrl_variants.h: the SwiftRL kernels' variant codes and parameter words.",
-        " * Generated from pimrl/learners/variants.py (python -m pimrl.dpurt.swiftrl --write-header);",
+        " * Generated from pimrl/learners/variants.py (python -m pimrl.swiftrl.cprogram --write-header);",
         " * do not edit: a test checks that it matches. Plain C99. */",
         "#ifndef SWIFTRL_VARIANTS_H",
         "#define SWIFTRL_VARIANTS_H",
@@ -347,7 +347,7 @@ def online_c_header() -> str:
     """The text of ``kernels/online_params.h``: the online kernel's parameter word indices."""
     lines = [
         "/* online_params.h: the online kernel's parameter words (kernels/online.c).",
-        " * Generated from pimrl/learners/variants.py (python -m pimrl.dpurt.online --write-header);",
+        " * Generated from pimrl/learners/variants.py (python -m pimrl.online.cprogram --write-header);",
         " * do not edit: a test checks that it matches. Plain C99. */",
         "#ifndef ONLINE_PARAMS_H",
         "#define ONLINE_PARAMS_H",

@@ -15,7 +15,7 @@ from pimrl.online.envtable import dpu_env, stack_envs
 from pimrl.online.params import OnlineParams
 from pimrl.parallel import threads as default_threads
 from pimrl.partition import even_bounds
-from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.rng import lane_seeds
 
 

@@ -4,7 +4,7 @@ INT32), following docs/design.md's "Online learning" step for step.
 :func:`compiled` returns a loop over *items* (a DPU, or a CPU partition: one Q-table each,
 ``T`` lanes each) that runs each item's lanes round-robin for its ``steps`` environment
 steps. The same loop is the CPU baseline (:mod:`pimrl.online.cpu`) and the core of the
-simulator's DPU program (:mod:`pimrl.pim.online_program`, which hands it the tables it reads
+simulator's DPU program (:mod:`pimrl.online.program`, which hands it the tables it reads
 from the DPUs' memories); the reference (:mod:`.reference`) states the same in plain Python.
 """
 from __future__ import annotations

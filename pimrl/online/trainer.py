@@ -20,15 +20,15 @@ from pimrl.online import kernels as ok
 from pimrl.online.envtable import dpu_env
 from pimrl.online.params import OnlineParams
 from pimrl.partition import even_bounds
-from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
-from pimrl.pim.online_program import OnlineProgram
+from pimrl.online.program import OnlineProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
 from pimrl.rng import lane_seed, lane_seeds
 
 
 def _c_kernel(*args, **kwargs):
-    from pimrl.dpurt.online import online_c_program   # needs a C compiler: imported on demand
+    from pimrl.online.cprogram import online_c_program   # needs a C compiler: imported on demand
 
     return online_c_program(*args, **kwargs)
 

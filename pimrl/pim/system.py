@@ -59,12 +59,26 @@ class LaunchResult:
 
 
 class DpuProgram:
-    """A program a DPU set can load: its symbols and how to run it on many DPUs at once."""
+    """A program a DPU set can load: its symbols and how to run it on many DPUs at once.
+
+    What every program provides (the simulator relies on nothing else):
+    - ``name``: for messages and the ledger;
+    - ``symbols``: {name: :class:`Symbol`}, WRAM from address 0, MRAM from ``MRAM_BASE``;
+    - ``wram_used`` / ``mram_used``: bytes it needs (checked against the hardware at load);
+    - ``globals_bytes``: the WRAM bytes that ``dpu_load`` zeroes (``None``: ``wram_used``);
+    - :meth:`initial_data`: writes the program's initialised data at load;
+    - :meth:`launch`: runs it on the DPUs ``slots`` of ``alloc`` and returns a
+      :class:`LaunchResult` (cycles per DPU, faults, counters).
+    """
 
     name = "program"
     symbols: dict = {}
     wram_used = 0
     mram_used = 0
+    globals_bytes: int | None = None
+
+    def initial_data(self, alloc: "Allocation", slots: np.ndarray) -> None:
+        """Write the program's initialised globals into the DPUs ``slots`` (none by default)."""
 
     def launch(self, alloc: "Allocation", slots: np.ndarray) -> LaunchResult:  # pragma: no cover
         raise NotImplementedError
@@ -299,10 +313,9 @@ class DpuSet:
         if program not in a.programs:
             a.programs.append(program)
         a.program_of[self.slots] = a.programs.index(program)
-        a.wram[self.slots, : getattr(program, "globals_bytes", program.wram_used)] = 0
-        init = getattr(program, "initial_data", None)
-        if init:
-            init(a, self.slots)
+        zeroed = program.wram_used if program.globals_bytes is None else program.globals_bytes
+        a.wram[self.slots, :zeroed] = 0
+        program.initial_data(a, self.slots)
         for s in self.slots:
             a.logs.pop(int(s), None)
         return program

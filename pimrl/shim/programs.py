@@ -5,7 +5,7 @@
 - a built-in program name, ``pimrl:<program>?key=value&...``:
 
   - ``pimrl:swiftrl?states=S&actions=A[&tasklets=16&algo=q&dtype=fp32&sampling=seq&block=2048&visits=1]``
-    the SwiftRL kernel (:class:`pimrl.pim.rlprogram.RlProgram`): ``algo`` q | sarsa,
+    the SwiftRL kernel (:class:`pimrl.swiftrl.program.RlProgram`): ``algo`` q | sarsa,
     ``dtype`` fp32 | int32, ``sampling`` seq | str | ran, ``block`` the DMA block in bytes,
     ``visits`` 1 to count visits per (s, a) (the weighted aggregator needs them; each count
     costs DPU time) or 0;
@@ -27,6 +27,7 @@ import numpy as np
 
 from pimrl.learners.variants import ALGO, DTYPE, SAMPLING
 from pimrl.pim.errors import fail
+from pimrl.registry import Registry
 from pimrl.pim.system import (DPU_MRAM_HEAP_POINTER_NAME, IRAM_BASE, MRAM_BASE, DpuProgram,
                               LaunchResult, Symbol)
 
@@ -56,7 +57,7 @@ def _options(name: str, query: str, allowed: dict) -> dict:
 
 
 def _swiftrl(query: str, hardware):
-    from pimrl.pim.rlprogram import RlProgram
+    from pimrl.swiftrl.program import RlProgram
 
     opts = _options("swiftrl", query, {"states": int, "actions": int, "tasklets": int,
                                        "algo": str, "dtype": str, "sampling": str, "block": int,
@@ -133,8 +134,11 @@ def _diag(query: str, hardware):
     return DiagProgram(hardware, opts.get("cycles", 1000))
 
 
-#: Built-in programs by name: (query string, hardware) -> DpuProgram.
-BUILTINS = {"swiftrl": _swiftrl, "diag": _diag}
+#: Built-in programs by name (``pimrl:NAME?query``): (query string, hardware) -> DpuProgram.
+BUILTINS = Registry("built-in DPU programs")
+BUILTINS.add("swiftrl", _swiftrl, "the SwiftRL kernel: states=S&actions=A[&tasklets=16&algo=q&"
+             "dtype=fp32&sampling=seq&block=2048&visits=1]")
+BUILTINS.add("diag", _diag, "a diagnostic program that spends cycles=N cycles per launch")
 
 
 def builtin_program(spec: str, hardware) -> DpuProgram:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pimrl.learners import fixedpoint
+from pimrl.registry import Registry
 from pimrl.learners.fixedpoint import raw_to_float  # noqa: F401 (the aggregates' inverse)
 
 
@@ -31,7 +32,11 @@ def weighted_tables(raw: np.ndarray, scale: float, visits: np.ndarray) -> np.nda
     return np.where(total > 0, weighted / np.where(total > 0, total, 1.0), plain)
 
 
-AGGREGATORS = {"mean": mean_tables, "weighted": weighted_tables}
+#: The aggregators by name (``--aggregate NAME``, ``sync:R:NAME``).
+AGGREGATORS = Registry("aggregators")
+AGGREGATORS.add("mean", mean_tables, "the plain average of the DPUs' tables (SwiftRL)")
+AGGREGATORS.add("weighted", weighted_tables, "each entry weighted by how often each DPU "
+                "updated it; entries no DPU updated take the plain mean", needs_visits=True)
 
 
 @dataclass(frozen=True)
@@ -53,18 +58,22 @@ class AggregateSpec:
 
 def parse_aggregate(spec: str) -> AggregateSpec:
     """``mean`` | ``weighted`` | ``sync:R`` | ``sync:R:weighted`` | ``own:R`` (R >= 1 rounds;
-    ``own``: state-owned learning, :mod:`pimrl.pim.owned`)."""
+    ``own``: state-owned learning, :mod:`pimrl.swiftrl.owned`)."""
+    def needs_visits(name):
+        return bool(AGGREGATORS.entries[name].flags.get("needs_visits"))
+
     if spec in AGGREGATORS:
-        return AggregateSpec(spec, 1, spec == "weighted")
+        return AggregateSpec(spec, 1, needs_visits(spec))
     parts = spec.split(":")
     if (len(parts) in (2, 3) and parts[0] == "sync" and parts[1].isdigit() and int(parts[1]) >= 1
             and (len(parts) == 2 or parts[2] in AGGREGATORS)):
         name = parts[2] if len(parts) == 3 else "mean"
-        return AggregateSpec(name, int(parts[1]), name == "weighted")
+        return AggregateSpec(name, int(parts[1]), needs_visits(name))
     if len(parts) == 2 and parts[0] == "own" and parts[1].isdigit() and int(parts[1]) >= 1:
         return AggregateSpec("own", int(parts[1]), False)
-    raise ValueError(f"unknown aggregator {spec!r}; use mean, weighted, sync:R, "
-                     f"sync:R:weighted or own:R (R >= 1 rounds)")
+    names = ", ".join(AGGREGATORS)
+    raise ValueError(f"unknown aggregator {spec!r}; use {names}, sync:R, sync:R:NAME or own:R "
+                     f"(R >= 1 rounds)")
 
 
 def raw_scale(dtype: str, frac_bits: int) -> float:

@@ -17,10 +17,11 @@ from pimrl.learners.variants import P_EPOCHS
 from pimrl.learners.reference import check_records
 from pimrl.partition import even_bounds
 from pimrl.pim import cost
-from pimrl.pim.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
-from pimrl.pim.rlprogram import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
+from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+from pimrl.registry import Registry
 from pimrl.rng import lane_seeds
 
 
@@ -51,15 +52,18 @@ def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 def _c_kernel(*args, **kwargs):
     """The SwiftRL kernel in UPMEM C (kernels/swiftrl.c) run by the DPU runtime; needs a C
     compiler, slower to simulate, equal bit for bit."""
-    from pimrl.dpurt.swiftrl import swiftrl_program   # needs a C compiler: imported on demand
+    from pimrl.swiftrl.cprogram import swiftrl_program   # needs a C compiler: imported on demand
 
     return swiftrl_program(*args, **kwargs)
 
 
-#: The DPU programs that can run the SwiftRL kernel, by name: the numba kernel built into the
-#: simulator, or the UPMEM C kernel of ``kernels/`` run by the DPU runtime. Both take
-#: (n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes, hardware, count_visits=).
-KERNELS = {"numba": RlProgram, "c": _c_kernel}
+#: The DPU programs that can run the SwiftRL kernel, by name (``--kernel``). Each factory
+#: takes (n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes, hardware,
+#: count_visits=) and returns a :class:`~pimrl.pim.system.DpuProgram`.
+KERNELS = Registry("SwiftRL DPU programs")
+KERNELS.add("numba", RlProgram, "the simulator's built-in kernel, compiled per variant (numba)")
+KERNELS.add("c", _c_kernel, "the UPMEM C kernel of kernels/swiftrl.c, built and run by the DPU "
+            "runtime (needs a C compiler; slower)", needs_compiler=True)
 
 
 def too_many_dpus(n_dpus: int, hw: Hardware) -> str:
@@ -117,7 +121,7 @@ class PimTrainer:
             raise ValueError(f"{len(records)} transitions cannot feed {self.n_dpus} DPUs")
         check_records(records, n_states, n_actions, p)
         if spec.name == "own":
-            from pimrl.pim.owned import fit_owned
+            from pimrl.swiftrl.owned import fit_owned
 
             return fit_owned(self, records, n_states, n_actions, spec.rounds, self.on_round)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware

@@ -1,6 +1,6 @@
 """The SwiftRL kernels of ``kernels/swiftrl.c``, built and loaded as simulator programs.
 
-:func:`swiftrl_program` has the signature of :class:`pimrl.pim.rlprogram.RlProgram`, so it
+:func:`swiftrl_program` has the signature of :class:`pimrl.swiftrl.program.RlProgram`, so it
 is a drop-in program factory: the same host code (``PimTrainer``, ``host/app.c``) drives the
 C kernel or the numba one. The C kernel's WRAM symbols (``params``, ``rng_state``,
 ``stats``, ``q_table``, ``visits``) have the numba program's names and sizes; its launch
@@ -73,7 +73,7 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
     """Build (once; cached under kernels/build) one variant; returns the program file."""
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
-                           f"python -m pimrl.dpurt.swiftrl --write-header")
+                           f"python -m pimrl.swiftrl.cprogram --write-header")
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
                           bootstrap)
     name = (f"swiftrl-{algo}-{dtype}-{sampling}{'-owned' if bootstrap == 'owned' else ''}"
@@ -146,4 +146,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--write-header"]:
         print(write_header())
     else:
-        sys.exit("usage: python -m pimrl.dpurt.swiftrl --write-header")
+        sys.exit("usage: python -m pimrl.swiftrl.cprogram --write-header")

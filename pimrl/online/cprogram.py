@@ -1,8 +1,8 @@
 """The online kernel of ``kernels/online.c``, built and loaded as a simulator program.
 
-:func:`online_c_program` has the signature of :class:`pimrl.pim.online_program.OnlineProgram`,
+:func:`online_c_program` has the signature of :class:`pimrl.online.program.OnlineProgram`,
 so :class:`pimrl.online.trainer.OnlineTrainer` drives either. The table placement (WRAM, or
-MRAM offsets) comes from the same :func:`~pimrl.pim.online_program.online_layout` and
+MRAM offsets) comes from the same :func:`~pimrl.online.program.online_layout` and
 reaches the C kernel as ``-D`` flags; launches report the kernel's ``stats`` counters, the
 DPU runtime's own cycle estimate as the launch time, and the counted model's in
 ``last_launch["model_cycles"]``.
@@ -17,10 +17,10 @@ import numpy as np
 
 from pimrl.dpurt import cc
 from pimrl.dpurt.program import DpuRtProgram
-from pimrl.dpurt.swiftrl import build_dir
+from pimrl.swiftrl.cprogram import build_dir
 from pimrl.io import atomic_write_text
 from pimrl.learners.variants import HEADER, ONLINE_COUNTERS, ONLINE_HEADER, OnlineVariant, online_c_header
-from pimrl.pim.online_program import online_instruction_costs, online_kernel_cycles, online_layout
+from pimrl.online.program import online_instruction_costs, online_kernel_cycles, online_layout
 from pimrl.pim.system import LaunchResult
 
 KERNELS = cc.REPO / "kernels"
@@ -61,7 +61,7 @@ def build_online_kernel(variant: OnlineVariant, layout, opt="-O2") -> Path:
     """Build (once; cached) the online kernel for ``layout``; returns the program file."""
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / ONLINE_HEADER} does not match pimrl.learners.variants: "
-                           f"run python -m pimrl.dpurt.online --write-header")
+                           f"run python -m pimrl.online.cprogram --write-header")
     defs = online_defines(variant, layout)
     tag = "-".join(f"{k.lower()}{v}" for k, v in sorted(defs.items()))
     name = (f"{variant.name}-t{layout.tasklets}-{hashlib.sha256(tag.encode()).hexdigest()[:10]}"
@@ -110,4 +110,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--write-header"]:
         print(write_header())
     else:
-        sys.exit("usage: python -m pimrl.dpurt.online --write-header")
+        sys.exit("usage: python -m pimrl.online.cprogram --write-header")

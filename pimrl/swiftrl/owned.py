@@ -36,7 +36,7 @@ from pimrl.learners.variants import (
 )
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim import cost
-from pimrl.pim.aggregate import float_to_raw, raw_scale
+from pimrl.learners.aggregate import float_to_raw, raw_scale
 from pimrl.rng import lane_seeds
 
 
@@ -204,9 +204,9 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     from dataclasses import replace
 
     from pimrl.pim.hardware import get_hardware
-    from pimrl.pim.rlprogram import RECORD_BYTES
+    from pimrl.swiftrl.program import RECORD_BYTES
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
-    from pimrl.pim.trainer import KERNELS, dpu_record_matrix
+    from pimrl.swiftrl.trainer import KERNELS, dpu_record_matrix
 
     t_start = time.perf_counter()
     p = replace(trainer.params, bootstrap="owned")
