@@ -10,7 +10,7 @@ so Ctrl-C reaches it while the workers run.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, wait
+import threading
 
 import numba
 
@@ -22,7 +22,10 @@ def threads() -> int:
 
 
 def run_ranges(fn, n_items: int, n_threads: int | None = None) -> None:
-    """Call ``fn(lo, hi)`` on contiguous ranges covering ``[0, n_items)``, one per thread."""
+    """Call ``fn(lo, hi)`` on contiguous ranges covering ``[0, n_items)``, one per thread.
+
+    The workers are daemon threads: on Ctrl-C the calling thread raises at once and the
+    process can exit without waiting for compiled loops that cannot be interrupted."""
     n_threads = threads() if n_threads is None else int(n_threads)
     n_threads = max(1, min(n_threads, n_items))
     if n_threads == 1:
@@ -33,10 +36,20 @@ def run_ranges(fn, n_items: int, n_threads: int | None = None) -> None:
     bounds = [0]
     for k in range(n_threads):
         bounds.append(bounds[-1] + base + (1 if k < extra else 0))
-    with ThreadPoolExecutor(n_threads) as pool:
-        futures = [pool.submit(fn, bounds[k], bounds[k + 1]) for k in range(n_threads)]
-        pending = set(futures)
-        while pending:
-            _, pending = wait(pending, timeout=0.2)
-        for f in futures:
-            f.result()
+    errors = []
+
+    def work(lo, hi):
+        try:
+            fn(lo, hi)
+        except BaseException as exc:          # re-raised in the calling thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work, args=(bounds[k], bounds[k + 1]), daemon=True)
+               for k in range(n_threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        while w.is_alive():
+            w.join(0.2)
+    if errors:
+        raise errors[0]

@@ -182,6 +182,28 @@ def f32_scalar(bits):
     return b.view(np.float32)[0]
 
 
+@njit(cache=True, inline="always")
+def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, draw, eps,
+                  alpha, gamma, frac, x):
+    """The update of record ``j`` (its 16 bytes as four words, docs/design.md), by the
+    variant's flags (compile-time constants in every caller): (new rng state, saturations)."""
+    w = words[j, 3]
+    s, a, r, s2 = words[j, 0], w & 0xFF, rewards[j, 2], words[j, 1]
+    term = (w & 0xFF0000) != 0
+    if owned and is_int:
+        _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac)
+        return x, ns
+    if owned:
+        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma)
+        return x, 0
+    if is_int:
+        x, _, _, ns = update_i32(q, s, a, r, s2, (w >> 8) & 0xFF, term, is_q, draw, eps, alpha,
+                                 gamma, frac, x)
+        return x, ns
+    x, _, _ = update_f32(q, s, a, r, s2, (w >> 8) & 0xFF, term, is_q, draw, eps, alpha, gamma, x)
+    return x, 0
+
+
 @njit(cache=True)
 def learning_rates_f32(scalars):
     return f32_scalar(scalars[P_ALPHA32]), f32_scalar(scalars[P_GAMMA32])
@@ -239,26 +261,9 @@ def _build(variant: Variant):
                     c, o, x = start, 0, xs[0]
                     for _ in range(end - start):
                         j, c, o, x = next_index(SAMPLING, stride, start, end, c, o, x)
-                        w = words[j, 3]
-                        if OWNED and IS_INT:
-                            _, ns = update_i32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF,
-                                                     rewards[j, 2], words[j, 1], (w & 0xFF0000) != 0,
-                                                     alpha, gamma, frac)
-                            nsat += ns
-                        elif OWNED:
-                            update_f32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF, rewards[j, 2],
-                                             words[j, 1], (w & 0xFF0000) != 0, alpha, gamma)
-                        elif IS_INT:
-                            x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
-                                                     words[j, 1], (w >> 8) & 0xFF,
-                                                     (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
-                                                     gamma, frac, x)
-                            nsat += ns
-                        else:
-                            x, _, _ = update_f32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
-                                                 words[j, 1], (w >> 8) & 0xFF,
-                                                 (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
-                                                 gamma, x)
+                        x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
+                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x)
+                        nsat += ns
                     xs[0] = x
                     continue
                 for i in range(longest):
@@ -272,26 +277,9 @@ def _build(variant: Variant):
                         else:
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
-                        w = words[j, 3]
-                        if OWNED and IS_INT:
-                            _, ns = update_i32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF,
-                                                     rewards[j, 2], words[j, 1], (w & 0xFF0000) != 0,
-                                                     alpha, gamma, frac)
-                            nsat += ns
-                        elif OWNED:
-                            update_f32_owned(qp, v, own_lo, own_hi, words[j, 0], w & 0xFF, rewards[j, 2],
-                                             words[j, 1], (w & 0xFF0000) != 0, alpha, gamma)
-                        elif IS_INT:
-                            x, _, _, ns = update_i32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
-                                                     words[j, 1], (w >> 8) & 0xFF,
-                                                     (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
-                                                     gamma, frac, x)
-                            nsat += ns
-                        else:
-                            x, _, _ = update_f32(qp, words[j, 0], w & 0xFF, rewards[j, 2],
-                                                 words[j, 1], (w >> 8) & 0xFF,
-                                                 (w & 0xFF0000) != 0, IS_Q, DRAW, eps, alpha,
-                                                 gamma, x)
+                        x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
+                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x)
+                        nsat += ns
                         if USES_RNG:
                             xs[t] = x
             rng[p] = xs
