@@ -72,8 +72,8 @@ def parse_aggregate(spec: str) -> AggregateSpec:
     if len(parts) == 2 and parts[0] == "own" and parts[1].isdigit() and int(parts[1]) >= 1:
         return AggregateSpec("own", int(parts[1]), False)
     names = ", ".join(AGGREGATORS)
-    raise ValueError(f"unknown aggregator {spec!r}; use {names}, sync:R, sync:R:NAME or own:R "
-                     f"(R >= 1 rounds)")
+    raise ValueError(f"unknown aggregator {spec!r}; use {names}, sync:R, sync:R:weighted "
+                     f"(sync:R:NAME for any aggregator NAME) or own:R (R >= 1 rounds)")
 
 
 def raw_scale(dtype: str, frac_bits: int) -> float:
