@@ -8,6 +8,7 @@ from pimrl.calibration import bench
 from pimrl.calibration.fit import fit_dma_alphas
 from pimrl.cli import main
 from pimrl.pim import cost
+from pimrl.swiftrl import costs as kcost
 from pimrl.pim.hardware import Hardware, get_hardware
 
 
@@ -77,13 +78,13 @@ def test_dpu_cycles_bounds():
     assert cost.dpu_cycles(hw, 1100, 0, 11) == 1100                  # saturated pipeline
     assert cost.dpu_cycles(hw, 1100, 0, 24) == 1100
     assert cost.dpu_cycles(hw, 10, 5000, 16) == 5000                 # DMA bound
-    counts = np.zeros((2, len(cost.COUNTERS)), dtype=np.int64)
-    counts[:, cost.C["updates"]] = 100
-    counts[:, cost.C["dma_reads"]] = 3
-    counts[:, cost.C["dma_read_bytes"]] = 3 * 2048
+    counts = np.zeros((2, len(kcost.COUNTERS)), dtype=np.int64)
+    counts[:, kcost.C["updates"]] = 100
+    counts[:, kcost.C["dma_reads"]] = 3
+    counts[:, kcost.C["dma_read_bytes"]] = 3 * 2048
     costs = {k: 1.0 for k in ("updates", "non_terminal", "scanned_entries", "rng_draws",
                               "below_draws", "dma_reads")}
-    one = cost.kernel_cycles(hw, counts, costs, 1)
+    one = kcost.kernel_cycles(hw, counts, costs, 1)
     instr = 100 + 100 + 3
     assert one[0] == pytest.approx(11 * instr + 3 * (hw.dma_alpha_read + 0.5 * 2048))
 

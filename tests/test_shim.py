@@ -225,6 +225,7 @@ def test_headers_agree_with_python(shim, tmp_path):
     kernels/swiftrl_common.h is the one header the kernel and host/app.c share."""
     from pimrl.learners import variants as P
     from pimrl.pim import cost
+    from pimrl.swiftrl import costs as kcost
     from pimrl.swiftrl import program as rlprogram
 
     build, env = shim
@@ -236,7 +237,7 @@ def test_headers_agree_with_python(shim, tmp_path):
     assert fields == P.KERNEL_SCALARS
     counters = ("UPDATES", "TERMINAL", "SCANNED", "RNG", "BELOW", "DMA_READS", "DMA_READ_BYTES",
                 "DMA_WRITES", "DMA_WRITE_BYTES", "SATURATIONS", "FAULT", "STEPS")
-    assert len(counters) == len(cost.COUNTERS)
+    assert len(counters) == len(kcost.COUNTERS)
     checks = {
         **{f"SWIFTRL_P_{n.upper()}": getattr(P, f"P_{n.upper()}") for n in
            ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps", "frac",
@@ -248,7 +249,7 @@ def test_headers_agree_with_python(shim, tmp_path):
         "sizeof(swiftrl_params_t)": 8 * rlprogram.PARAMS_WORDS,
         "SWIFTRL_RECORD_BYTES": rlprogram.RECORD_BYTES,
         "sizeof(swiftrl_transition_t)": rlprogram.RECORD_BYTES,
-        "SWIFTRL_N_COUNTERS": len(cost.COUNTERS),
+        "SWIFTRL_N_COUNTERS": len(kcost.COUNTERS),
         **{f"SWIFTRL_C_{n}": i for i, n in enumerate(counters)},
         "SWIFTRL_ALGO_Q": P.ALGO.code("q"), "SWIFTRL_ALGO_SARSA": P.ALGO.code("sarsa"),
         "SWIFTRL_FP32": P.DTYPE.code("fp32"), "SWIFTRL_INT32": P.DTYPE.code("int32"),
@@ -267,7 +268,7 @@ def test_headers_agree_with_python(shim, tmp_path):
         assert int(out[name]) == int(code), name
     for name, value in checks.items():
         assert int(out[name.replace(" ", "")]) == value, name
-    stats = dict(zip(counters, cost.COUNTERS))
+    stats = dict(zip(counters, kcost.COUNTERS))
     assert stats["TERMINAL"] == "terminal_updates" and stats["STEPS"] == "sampling_steps"
 
 

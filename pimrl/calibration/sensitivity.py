@@ -21,6 +21,7 @@ import numpy as np
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import all_variants
 from pimrl.pim import cost
+from pimrl.swiftrl import costs as kcost
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.pim.system import Machine, dpu_alloc
 from pimrl.swiftrl.trainer import PimTrainer
@@ -106,7 +107,7 @@ def recost(run: Run, hw: Hardware) -> dict:
         elif what == "latency: synchronisation":
             secs = hw.sync_latency_s
         elif what.startswith("launch"):
-            cyc = cost.kernel_cycles(hw, run.counters, run.program.costs(hw), run.program.tasklets)
+            cyc = kcost.kernel_cycles(hw, run.counters, run.program.costs(hw), run.program.tasklets)
             secs = float(cyc.max()) / hw.frequency_hz
         elif what.startswith("broadcast"):
             secs = cost.broadcast_seconds(hw, b, n, run.n_ranks)

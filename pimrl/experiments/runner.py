@@ -39,7 +39,7 @@ import numpy as np
 from pimrl.experiments.config import (
     PARAM_COLUMNS, ConfigError, StudyConfig, expand_runs, learner_params, load_config, run_key,
 )
-from pimrl.io import atomic_write_text, atomic_writer
+from pimrl.io import atomic_write_text
 
 #: Result columns after the parameters. Unit and provenance are in every time's name:
 #: ``_modelled_s`` comes from the PIM cost model, ``_measured_s`` is wall clock (CPU) or

@@ -32,6 +32,7 @@ from pimrl.learners.variants import (
 from pimrl.online import kernels as ok
 from pimrl.online.envtable import OUTCOME_BYTES, OUTCOME_DTYPE, START_BYTES, START_DTYPE
 from pimrl.pim import cost
+from pimrl.swiftrl import costs as kcost
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
 N_COUNTERS = len(ok.ONLINE_COUNTERS)
@@ -191,8 +192,8 @@ def online_kernel_cycles(hw, counters: np.ndarray, costs: dict, layout: OnlineLa
     """Modelled cycles per DPU of one online launch from its counters, for one tasklet at a
     time: the online kernel's steps take turns through a handshake token ring (the order of
     docs/design.md), so the pipeline and the DMA engine serve one tasklet at a time, and each
-    step with more than one tasklet pays the token's pass (``cost.TOKEN_PASS``), as the
-    SwiftRL kernel's updates do (:func:`pimrl.pim.cost.kernel_cycles`)."""
+    step with more than one tasklet pays the token's pass (``kcost.TOKEN_PASS``), as the
+    SwiftRL kernel's updates do (:func:`pimrl.pim.kcost.kernel_cycles`)."""
     c = np.asarray(counters, dtype=np.float64)
     reads, rbytes, writes, wbytes = online_dma(counters, layout)
     steps = c[:, ok.OC_STEPS]
@@ -206,7 +207,7 @@ def online_kernel_cycles(hw, counters: np.ndarray, costs: dict, layout: OnlineLa
              + c[:, ok.OC_BELOW] * costs["below_draws"]
              + reads * costs["dma_reads"] + writes * costs["dma_writes"])
     if layout.tasklets > 1:
-        instr = instr + steps * cost.TOKEN_PASS
+        instr = instr + steps * kcost.TOKEN_PASS
     dma = reads * hw.dma_alpha_read + writes * hw.dma_alpha_write + (rbytes + wbytes) * hw.dma_beta
     return cost.dpu_cycles(hw, instr, dma, 1)
 

@@ -20,12 +20,12 @@ from pimrl.dpurt import cc
 from pimrl.io import atomic_write_text
 from pimrl.dpurt.program import DpuRtProgram
 from pimrl.learners.variants import HEADER, Variant, c_header
-from pimrl.pim import cost
+from pimrl.swiftrl import costs as kcost
 from pimrl.pim.system import LaunchResult
 
 KERNELS = cc.REPO / "kernels"
 SOURCE = KERNELS / "swiftrl.c"
-N_COUNTERS = len(cost.COUNTERS)
+N_COUNTERS = len(kcost.COUNTERS)
 
 
 def header_is_current() -> bool:
@@ -108,7 +108,7 @@ class SwiftRlCProgram(DpuRtProgram):
 
     def costs(self, hw):
         """The numba path's instruction costs for this variant (for comparisons)."""
-        return cost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
+        return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits)
 
     def launch(self, alloc, slots) -> LaunchResult:
@@ -116,7 +116,7 @@ class SwiftRlCProgram(DpuRtProgram):
         so = self.symbols["stats"].offset
         slots = np.asarray(slots, dtype=np.int64)
         result.counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
-        self.last_launch["model_cycles"] = cost.kernel_cycles(alloc.hw, result.counters,
+        self.last_launch["model_cycles"] = kcost.kernel_cycles(alloc.hw, result.counters,
                                                               self.costs(alloc.hw), self.tasklets)
         return result
 

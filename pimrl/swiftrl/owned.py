@@ -36,6 +36,7 @@ from pimrl.learners.variants import (
 )
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim import cost
+from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import float_to_raw, raw_scale
 from pimrl.rng import lane_seeds
 
@@ -245,7 +246,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         lanes = np.arange(n * trainer.tasklets)
         dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes).reshape(n, -1))
         v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros
-        counters = np.zeros((n, len(cost.COUNTERS)), dtype=np.int64)
+        counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
         round_epochs = np.diff(even_bounds(p.epochs, rounds))
         agg_s = 0.0
         sent = None
@@ -293,8 +294,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     trainer.timings_.measure("host_aggregation", agg_s)
     trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
     trainer.counters_ = counters
-    trainer.saturations_ = int(counters[:, cost.C["saturations"]].sum())
-    trainer.n_updates_ = int(counters[:, cost.C["updates"]].sum())
+    trainer.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
+    trainer.n_updates_ = int(counters[:, kcost.C["updates"]].sum())
     trainer.bounds_ = plan.bounds
     trainer.plan_ = plan
     trainer.program_ = program

@@ -13,7 +13,7 @@ the number of threads.
 
 WRAM layout (host-visible symbols first, in this order, each 8-byte aligned):
 ``params`` (PARAMS_WORDS int64: the learner's kernel scalars, then the host's per-DPU words),
-``rng_state`` (uint32 per tasklet), ``stats`` (int64 counters, see ``cost.COUNTERS``),
+``rng_state`` (uint32 per tasklet), ``stats`` (int64 counters, see ``kcost.COUNTERS``),
 ``q_table`` (S x A float32 or Q-format int32), ``visits`` (S x A uint32, counted only when
 the program is built with ``count_visits``, as the weighted aggregator needs), then the tasklets'
 DMA buffers and stacks. Transitions live at the start of the MRAM heap
@@ -34,19 +34,19 @@ from pimrl.learners.variants import (
     P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
-from pimrl.pim import cost
-from pimrl.pim.cost import C
+from pimrl.swiftrl import costs as kcost
+from pimrl.swiftrl.costs import C
 from pimrl.pim.memory import mram_copy_to_wram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
 RECORD_BYTES = 16
-N_COUNTERS = len(cost.COUNTERS)
+N_COUNTERS = len(kcost.COUNTERS)
 DMA_MIN, DMA_MAX = 8, 2048
 # Fault reasons (the ``fault`` counter holds reason * 256 + tasklet + 1).
 FAULT_DMA, FAULT_RECORD = 1, 2
 
 (C_UPDATES, C_TERMINAL, C_SCANNED, C_RNG, C_BELOW, C_DMA_R, C_DMA_RB, C_DMA_W, C_DMA_WB, C_SAT,
- C_FAULT, C_STEPS) = (C[n] for n in cost.COUNTERS)
+ C_FAULT, C_STEPS) = (C[n] for n in kcost.COUNTERS)
 
 
 def _align8(n: int) -> int:
@@ -314,7 +314,7 @@ class RlProgram(DpuProgram):
         self.mram_used = 0
 
     def costs(self, hw):
-        return cost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
+        return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits)
 
     def check_params(self, params: np.ndarray) -> dict:
@@ -382,5 +382,5 @@ class RlProgram(DpuProgram):
                        f"record {int(c[C_STEPS])} of this DPU holds a state or action outside "
                        f"the {self.n_states} x {self.n_actions} table")
                 faults.append((int(s), tasklet, why))
-        cycles = cost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), self.tasklets)
+        cycles = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), self.tasklets)
         return LaunchResult(cycles=cycles, faults=faults, counters=counters)

@@ -16,7 +16,7 @@ from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import P_EPOCHS
 from pimrl.learners.reference import check_records
 from pimrl.partition import even_bounds
-from pimrl.pim import cost
+from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
@@ -164,7 +164,7 @@ class PimTrainer:
             dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes.ravel()).reshape(self.n_dpus, -1))
 
             round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
-            counters = np.zeros((self.n_dpus, len(cost.COUNTERS)), dtype=np.int64)
+            counters = np.zeros((self.n_dpus, len(kcost.COUNTERS)), dtype=np.int64)
             agg_s = 0.0
             visits_before = 0
             self.rounds_ = []
@@ -209,8 +209,8 @@ class PimTrainer:
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
         self.counters_ = counters
-        self.saturations_ = int(counters[:, cost.C["saturations"]].sum())
-        self.n_updates_ = int(counters[:, cost.C["updates"]].sum())
+        self.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
+        self.n_updates_ = int(counters[:, kcost.C["updates"]].sum())
         self.bounds_ = bounds
         self.program_ = program
         self.hardware_ = hw
