@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -225,3 +226,26 @@ def test_gpu_kernel_compiles_for_hopper_without_fma():
                                                       if k != "NUMBA_ENABLE_CUDASIM"})
     assert out.returncode == 0, out.stdout + out.stderr
     assert "PTX-OK" in out.stdout
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="needs a C compiler")
+@pytest.mark.parametrize("variant,next_action", [("q-fp32-seq", "logged"),
+                                                 ("q-int32-ran", "logged"),
+                                                 ("sarsa-fp32-str", "epsilon-greedy"),
+                                                 ("sarsa-int32-seq", "logged")])
+def test_plain_c_loop_computes_the_numba_baseline_tables(taxi_data, variant, next_action):
+    """benchmarks/cpu_loop.c (the C baseline the benchmarks time numba against) does the same
+    updates in the same order: equal tables and saturation counts, bit for bit."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from c_baseline import run_c_loop
+
+    env, rec = taxi_data
+    p = LearnerParams(**parse_variant(variant), epochs=2, next_action=next_action, epsilon=0.3,
+                      seed=5)
+    res = cpu_baseline(rec, env.n_states, env.n_actions, p, threads=max_threads(), partitions=3)
+    c = run_c_loop(rec, env.n_states, env.n_actions, p, partitions=3, threads=2)
+    assert np.array_equal(c["q_raw"].view(np.uint32), res.q_raw.view(np.uint32))
+    assert c["saturations"] == res.saturations
