@@ -21,9 +21,17 @@ from pimrl.cli import build_parser, main
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _default_sigint():
+    """In the child: Ctrl-C as in a terminal. A shell starts background jobs (a test run
+    under `cmd &`, say) with SIGINT ignored, and children inherit that; pimrl rightly leaves
+    an ignored SIGINT alone, so the tests that send one must undo it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _pimrl(*args, **kwargs):
     return subprocess.Popen([sys.executable, "-m", "pimrl", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+                            **kwargs)
 
 
 def _one_error_line(err: str, *needles) -> str:
@@ -86,7 +94,7 @@ def test_ctrl_c_lets_python_clean_up_in_its_own_time():
     """The timer that ends a process stuck in compiled code is cancelled as soon as Python
     runs: a command's clean-up after Ctrl-C (a sweep recording where it stopped) finishes."""
     p = subprocess.Popen([sys.executable, "-c", CLEAN_UP_SLOWLY], stderr=subprocess.PIPE,
-                         text=True)
+                         text=True, preexec_fn=_default_sigint)
     try:
         assert "ready" in p.stderr.readline()
         p.send_signal(signal.SIGINT)
