@@ -85,15 +85,10 @@ def gpu_status() -> tuple[bool, str]:
         return False, f"CUDA unavailable: {type(exc).__name__}: {exc}"
 
 
-def _build():
-    """Compile-on-first-use: the kernel needs numba.cuda, an optional dependency."""
-    global _KERNEL, cuda
-    if _KERNEL is not None:
-        return _KERNEL
-    from numba import cuda as _cuda, int64, uint32
-
-    cuda = _cuda
-
+def device_primitives(cuda):
+    """The device functions every GPU kernel of pimrl shares: IEEE float32 multiply, add and
+    subtract rounded to nearest and never fused (so a real GPU matches the reference bit for
+    bit), the xorshift32 step and ``below`` (docs/design.md). ``cuda`` is ``numba.cuda``."""
     if simulator_enabled():
         # The simulator runs the device code as Python on numpy float32 scalars: each
         # operation is one IEEE float32 rounding already (libdevice has no simulator body).
@@ -134,6 +129,20 @@ def _build():
     @cuda.jit(device=True)
     def below(x, n):
         return np.int64((np.uint64(x) * np.uint64(n)) >> np.uint64(32))
+
+    return fmul, fadd, fsub, xorshift32, below
+
+
+def _build():
+    """Compile-on-first-use: the kernel needs numba.cuda, an optional dependency."""
+    global _KERNEL, cuda
+    if _KERNEL is not None:
+        return _KERNEL
+    from numba import cuda as _cuda, int64, uint32
+
+    cuda = _cuda
+
+    fmul, fadd, fsub, xorshift32, below = device_primitives(cuda)
 
     @cuda.jit(device=True)
     def sat32(x):

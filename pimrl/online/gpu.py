@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pimrl.baselines.gpu import gpu_status, numba_cuda_installed, simulator_enabled
+from pimrl.baselines.gpu import (
+    device_primitives, gpu_status, numba_cuda_installed, simulator_enabled,
+)
 from pimrl.learners.variants import ALGO, DTYPE, ONLINE_COUNTERS, OP_STEPS
 from pimrl.online import kernels as ok
 from pimrl.online.envtable import dpu_env, stack_envs
@@ -34,44 +36,11 @@ def _build():
     global _KERNEL, cuda
     if _KERNEL is not None:
         return _KERNEL
-    from numba import cuda as _cuda, int64, uint32, uint64
+    from numba import cuda as _cuda, int64, uint64
 
     cuda = _cuda
 
-    if simulator_enabled():
-        @cuda.jit(device=True)
-        def fmul(a, b):
-            return np.float32(a * b)
-
-        @cuda.jit(device=True)
-        def fadd(a, b):
-            return np.float32(a + b)
-
-        @cuda.jit(device=True)
-        def fsub(a, b):
-            return np.float32(a - b)
-    else:
-        from numba.cuda import libdevice
-
-        @cuda.jit(device=True)
-        def fmul(a, b):
-            return libdevice.fmul_rn(a, b)
-
-        @cuda.jit(device=True)
-        def fadd(a, b):
-            return libdevice.fadd_rn(a, b)
-
-        @cuda.jit(device=True)
-        def fsub(a, b):
-            return libdevice.fsub_rn(a, b)
-
-    @cuda.jit(device=True)
-    def xs(x):
-        x = uint32(x)
-        x ^= uint32(x << uint32(13))
-        x ^= uint32(x >> uint32(17))
-        x ^= uint32(x << uint32(5))
-        return uint32(x)
+    fmul, fadd, fsub, xs, below = device_primitives(cuda)
 
     @cuda.jit(device=True)
     def sat(x, c, p):
@@ -123,7 +92,7 @@ def _build():
             rng[p, t] = x
             c[p, ok.OC_RNG] += 2
             c[p, ok.OC_BELOW] += 1
-            return int64((uint64(x) * uint64(n_actions)) >> uint64(32))
+            return below(x, n_actions)
         c[p, ok.OC_RNG] += 1
         c[p, ok.OC_ROWS] += 1
         return greedy(qf, qx, is_int, p, s, n_actions)
