@@ -24,6 +24,7 @@
 
 #include "online_params.h"
 #include "swiftrl_variants.h"
+#include "swiftrl_arith.h"
 
 #ifndef N_STATES
 #error "define N_STATES, N_ACTIONS, N_OUTCOMES and N_START (the environment's table)"
@@ -86,41 +87,6 @@ MUTEX_INIT(stats_mutex);
 /* Per-tasklet WRAM buffers for rows fetched from MRAM. */
 static outcome_t outcome_buf[NR_TASKLETS][N_OUTCOMES + 1] __attribute__((aligned(8)));
 static uint64_t row_buf[NR_TASKLETS][ROW_BYTES / 8 + 1];
-
-static inline uint32_t xorshift32(uint32_t x)
-{
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return x;
-}
-
-static inline uint32_t below(uint32_t x, uint32_t n)
-{
-    return (uint32_t)(((uint64_t)x * n) >> 32);
-}
-
-#if SWIFTRL_DTYPE == SWIFTRL_INT32
-static inline int32_t sat32(int64_t x, int64_t *sat)
-{
-    if (x > INT32_MAX) {
-        ++*sat;
-        return INT32_MAX;
-    }
-    if (x < INT32_MIN) {
-        ++*sat;
-        return INT32_MIN;
-    }
-    return (int32_t)x;
-}
-
-static inline int32_t fx_mul(int32_t a, int32_t b, int frac, int64_t *sat)
-{
-    int64_t p = (int64_t)a * (int64_t)b;
-    p = (p + ((int64_t)1 << (frac - 1))) >> frac;
-    return sat32(p, sat);
-}
-#endif
 
 #ifdef Q_MRAM
 #define Q_ADDR(s) ((uint32_t)(uintptr_t)DPU_MRAM_HEAP_POINTER + Q_MRAM + (uint32_t)(s) * ROW_BYTES)

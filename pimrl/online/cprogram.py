@@ -38,7 +38,7 @@ def write_header() -> Path:
 
 def _sources_key() -> str:
     h = hashlib.sha256()
-    for p in (SOURCE, KERNELS / ONLINE_HEADER, KERNELS / HEADER, cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
+    for p in (SOURCE, KERNELS / ONLINE_HEADER, KERNELS / HEADER, KERNELS / "swiftrl_arith.h", cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
               Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
               *sorted(cc.INCLUDE.glob("*.h"))):
         h.update(p.read_bytes())

@@ -41,7 +41,7 @@ def write_header() -> Path:
 
 def _sources_key() -> str:
     h = hashlib.sha256()
-    for p in (SOURCE, KERNELS / "swiftrl_common.h", KERNELS / HEADER, cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
+    for p in (SOURCE, KERNELS / "swiftrl_common.h", KERNELS / HEADER, KERNELS / "swiftrl_arith.h", cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
               Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
               *sorted(cc.INCLUDE.glob("*.h")), *sorted(cc.SYSLIB_SRC.glob("*.c"))):
         h.update(p.read_bytes())
