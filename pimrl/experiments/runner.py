@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from pimrl.experiments.config import (
-    PARAM_COLUMNS, ConfigError, StudyConfig, expand_runs, learner_params, load_config, run_key,
+    PARAM_COLUMNS, StudyConfig, expand_runs, learner_params, load_config, run_key,
 )
 from pimrl.io import atomic_write_text
 
