@@ -122,7 +122,7 @@ def test_gpu_not_measured_without_gpu():
 
 GPU_SIM_SCRIPT = textwrap.dedent("""
     import os
-    assert os.environ["NUMBA_ENABLE_CUDASIM"] == "1"
+    SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"   # else: a real GPU
     import numpy as np
     from pimrl.baselines import ALL_VARIANTS, parse_variant
     from pimrl.baselines.gpu import gpu_baseline
@@ -142,7 +142,8 @@ GPU_SIM_SCRIPT = textwrap.dedent("""
                 p = LearnerParams(**parse_variant(v), epochs=2, next_action=na, epsilon=0.4, seed=9)
                 g = gpu_baseline(rec, env.n_states, env.n_actions, p, partitions=3, lanes=2,
                                  threads_per_block=4)
-                assert not g.measured                      # the simulator times nothing
+                assert g.measured != SIMULATED             # the simulator times nothing
+                assert SIMULATED or g.kernel_seconds > 0
                 b = lane_bounds(even_bounds(len(rec), 3), 2)
                 for i in range(3):
                     r = learn_partition(rec, env.n_states, env.n_actions, p, b[i],
@@ -169,7 +170,7 @@ GPU_SIM_SCRIPT = textwrap.dedent("""
     g = gpu_baseline(rec, 500, 6, p, partitions=4, lanes=3, threads_per_block=4)
     assert np.array_equal(g.q_raw, pim.dpu_tables_)
     assert np.array_equal(g.q, pim.q_)
-    print("GPU-SIM-OK", n)
+    print("GPU-SIM-OK" if SIMULATED else "GPU-REAL-OK", n)
 """)
 
 
@@ -184,6 +185,25 @@ def test_gpu_kernels_in_cuda_simulator():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "GPU-SIM-OK 36" in out.stdout     # 18 variant cases x 2 environments
+
+
+def _real_gpu() -> bool:
+    if importlib.util.find_spec("numba_cuda") is None or os.environ.get("NUMBA_ENABLE_CUDASIM"):
+        return False
+    out = subprocess.run([sys.executable, "-c", "from pimrl.baselines.gpu import gpu_status;"
+                          "print(gpu_status()[0])"], cwd=ROOT, capture_output=True, text=True)
+    return out.stdout.strip() == "True"
+
+
+@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU here: the kernels are checked in the "
+                    "CUDA simulator instead")
+def test_gpu_kernels_on_a_real_gpu():
+    """The same checks as in the simulator, compiled for and run on the GPU: bit for bit the
+    reference's tables, streams and saturation counts, and the DPUs' tables; timed."""
+    out = subprocess.run([sys.executable, "-c", GPU_SIM_SCRIPT], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "GPU-REAL-OK 36" in out.stdout
 
 
 PTX_SCRIPT = textwrap.dedent("""
