@@ -218,7 +218,7 @@ PTX_SCRIPT = textwrap.dedent("""
            A(types.int32, 1), A(types.uint8, 1), A(types.uint8, 1), A(types.int64, 3),
            A(types.uint32, 2), A(types.float32, 3), A(types.int32, 3), A(types.int64, 1),
            A(types.float32, 1), types.int64, A(types.int64, 1))
-    ptx, _ = cuda.compile_ptx(gpu._build().py_func, sig, cc=(9, 0))
+    ptx, _ = cuda.compile_ptx(gpu._build()[0].py_func, sig, cc=(9, 0))
     assert "fma.rn.f32" not in ptx, "FP32 update contracted into a fused multiply-add"
     assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx
     print("PTX-OK", len(ptx))
