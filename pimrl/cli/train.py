@@ -237,7 +237,8 @@ def run_train(args: argparse.Namespace) -> int:
             trained = []
             for n in counts:
                 if len(counts) > 1 and not args.json:
-                    print(f"simulating {n} DPUs ...", file=sys.stderr)
+                    print(f"{'running on' if args.device == 'upmem' else 'simulating'} {n} DPUs ...",
+                          file=sys.stderr)
                 trained.append(run_pim(records, env, params, args, n, hw, placement))
         for n, tr in zip(counts, trained):
             run = {"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,

@@ -79,6 +79,21 @@ class DpuPackageSet:
         self.set.copy(list(out), symbol)
         return out
 
+    def peek_rows(self, symbol: str, nbytes: int) -> np.ndarray:
+        """Like :meth:`pull_rows`, for instrumentation outside the run: on the simulator the
+        bytes are read without booking a transfer (through ``dpu.simulator.system_set``); on
+        hardware it is a real read, timed in no phase."""
+        if not self.modelled:
+            return self.pull_rows(symbol, nbytes)
+        inner = self._sim.system_set(self.set)
+        return inner._read(inner.slots, inner.get_symbol(symbol), 0, nbytes)
+
+    def n_ranks(self) -> int:
+        """How many ranks hold the DPUs."""
+        if self.modelled:
+            return self._sim.system_set(self.set).nr_ranks
+        return len(self.set.ranks())
+
     # ------------------------------------------------------------------ launches
     def run(self) -> None:
         """Run the loaded program on every DPU, synchronously."""
