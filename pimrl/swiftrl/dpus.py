@@ -47,19 +47,23 @@ class DpuPackageSet:
         self.dpu = dpu
         self.modelled = bool(getattr(dpu, "PIMRL_SIMULATOR", False))
         self.n_dpus = n_dpus
-        if self.modelled:
-            self._sim = importlib.import_module(dpu.__name__ + ".simulator")
-            self.set = dpu.DpuSet(nr_dpus=n_dpus, profile=self._sim.profile(hardware))
-            try:
-                self._sim.load(self.set, program)
-            except BaseException:
-                self.set.free()
-                raise
-            self._ledger = self._sim.ledger(self.set)
-        else:
-            self._sim = None
-            self.set = dpu.DpuSet(nr_dpus=n_dpus, binary=str(program))
-            self._ledger = cost.TimeBreakdown(modelled_s={})
+        try:
+            if self.modelled:
+                self._sim = importlib.import_module(dpu.__name__ + ".simulator")
+                self.set = dpu.DpuSet(nr_dpus=n_dpus, profile=self._sim.profile(hardware))
+                try:
+                    self._sim.load(self.set, program)
+                except BaseException:
+                    self.set.free()
+                    raise
+                self._ledger = self._sim.ledger(self.set)
+            else:
+                self._sim = None
+                self.set = dpu.DpuSet(nr_dpus=n_dpus, binary=str(program))
+                self._ledger = cost.TimeBreakdown(modelled_s={})
+        except dpu.DpuError as exc:          # no such DPUs, a program that does not load
+            where = "simulator" if self.modelled else "UPMEM SDK"
+            raise DeviceError(f"{n_dpus} DPUs ({where}): {exc}") from None
         if len(self.set) != n_dpus:
             self.set.free()
             raise RuntimeError(f"asked the dpu package for {n_dpus} DPUs, got {len(self.set)}")
