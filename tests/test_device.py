@@ -59,8 +59,10 @@ def test_upmem_trainer_matches_the_simulator_bit_for_bit(use_sdk_standin, aggreg
     kw = dict(n_dpus=5, tasklets=4, aggregate=aggregate, keep_dpu_tables=True)
     sim = PimTrainer(params, **kw).fit(RECORDS, ENV.n_states, ENV.n_actions)   # numba kernel
     sdk = use_sdk_standin()
+    frozen = RECORDS.copy()
+    frozen.setflags(write=False)             # e.g. a memory-mapped dataset: copied for the SDK
     upmem = PimTrainer(params, kernel="c", device="upmem", **kw).fit(
-        RECORDS, ENV.n_states, ENV.n_actions)
+        frozen, ENV.n_states, ENV.n_actions)
 
     # The SDK's calls only: a C binary by path, the SDK's default profile; symbols by name.
     made = [c for c in sdk.CALLS if c[0] == "DpuSet"]

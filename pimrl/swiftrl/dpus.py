@@ -75,7 +75,10 @@ class DpuPackageSet:
 
     def push_all(self, symbol: str, data: np.ndarray) -> None:
         """The same bytes into every DPU's ``symbol`` (a broadcast)."""
-        self.set.copy(symbol, np.ascontiguousarray(data).view(np.uint8).ravel())
+        buf = np.ascontiguousarray(data)
+        if not buf.flags.writeable:             # the SDK's copy takes writable buffers only
+            buf = buf.copy()
+        self.set.copy(symbol, buf.view(np.uint8).ravel())
 
     def pull_rows(self, symbol: str, nbytes: int) -> np.ndarray:
         """The first ``nbytes`` of every DPU's ``symbol``: (n_dpus, nbytes) uint8."""

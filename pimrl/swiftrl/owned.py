@@ -229,6 +229,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     if p.dtype == "int32":
         matrix = matrix.copy()
         matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+    if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
+        matrix = matrix.copy()
     raw_dtype = np.int32 if p.dtype == "int32" else np.float32
     nq = n_states * n_actions
     out_words = 2 * n_actions + plan.longest_range

@@ -174,6 +174,8 @@ class PimTrainer:
         if p.dtype == "int32":
             matrix = matrix.copy()
             matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+        if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
+            matrix = matrix.copy()
 
         n = self.n_dpus
         if self.placement is None:

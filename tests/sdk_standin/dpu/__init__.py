@@ -27,6 +27,14 @@ SDK_METHODS = frozenset({"copy", "exec", "free", "load", "log", "sync", "call", 
 CALLS = []
 
 
+def _check_writable(host):
+    """The SDK maps a single host buffer with ctypes' from_buffer, which refuses read-only
+    buffers, and wants writable buffers in a list too (docs/python-api.md)."""
+    for buf in host if isinstance(host, list) else [host]:
+        if buf is not None and memoryview(buf).readonly:
+            raise DpuError(f"host buffer of type {type(buf).__name__} is read-only")
+
+
 class DpuSet:
     """The SDK's ``DpuSet``: same constructor, calls and symbol attributes; nothing else."""
 
@@ -44,6 +52,8 @@ class DpuSet:
 
             def call(*args, **kwargs):
                 CALLS.append((name, next((a for a in args[:2] if isinstance(a, str)), None)))
+                if name == "copy":
+                    _check_writable(args[0] if not isinstance(args[0], str) else args[1])
                 result = method(*args, **kwargs)
                 if name in ("dpus", "ranks"):
                     return [DpuSet(_inner=s) for s in result]
