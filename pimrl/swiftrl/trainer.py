@@ -131,26 +131,26 @@ class PimTrainer:
         check_records(records, n_states, n_actions, p)
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}; use {' or '.join(DEVICES)}")
-        upmem = self.device == "upmem"
-        if upmem and self.placement is not None:
-            raise ValueError("--device upmem: the DPUs are this machine's; a Dask placement "
-                             "spreads simulated DPUs only (use --executor local)")
-        if upmem and self.kernel != "c":
-            raise ValueError(f"--device upmem runs the C kernel of kernels/swiftrl.c, not "
-                             f"{self.kernel!r}: use --kernel c")
+        simulated = self.device == "simulator"
+        if not simulated and self.placement is not None:
+            raise ValueError(f"--device {self.device}: the DPUs are this machine's; a Dask "
+                             "placement spreads simulated DPUs only (use --executor local)")
+        if not simulated and self.kernel != "c":
+            raise ValueError(f"--device {self.device} runs the C kernel of kernels/swiftrl.c, "
+                             f"not {self.kernel!r}: use --kernel c")
         if spec.name == "own":
-            if upmem:
+            if not simulated:
                 raise ValueError(f"{self.aggregate}: state-owned learning runs on the simulator "
                                  "only (--device simulator)")
             from pimrl.swiftrl.owned import fit_owned
 
             return fit_owned(self, records, n_states, n_actions, spec.rounds, self.on_round)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
-        if not upmem and self.n_dpus > hw.n_dpus:
+        if simulated and self.n_dpus > hw.n_dpus:
             raise ValueError(too_many_dpus(self.n_dpus, hw))
         # The dpu package first: a wrong one is reported before any build.
         dpu = dpu_package(self.device) if self.placement is None else None
-        if upmem:
+        if not simulated:       # real DPUs: the C kernel, built by the SDK's compiler
             from pimrl.swiftrl.cprogram import build_kernel_with_compiler
 
             program = build_kernel_with_compiler(n_states, n_actions, self.tasklets, p.algo,
