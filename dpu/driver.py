@@ -144,6 +144,27 @@ def _byte_view(buffer, writable: bool) -> np.ndarray:
     return np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, dtype=np.uint8)
 
 
+def _rows_of_one_array(views: list, size: int) -> Optional[np.ndarray]:
+    """The buffers as one (n, size) array when they are equally spaced rows of one numpy
+    array (``list(matrix)``, the usual way to pass one buffer per DPU): a transfer then
+    moves them in one copy instead of one per DPU. None when they are not."""
+    first = views[0]
+    owner = first.base
+    if owner is None or not all(type(v) is np.ndarray and v.base is owner for v in views):
+        return None
+    start = first.__array_interface__["data"][0]
+    if len(views) == 1:
+        return first[None, :size]
+    step = views[1].__array_interface__["data"][0] - start
+    if step < size:
+        return None
+    for i, v in enumerate(views):
+        if v.__array_interface__["data"][0] != start + i * step:
+            return None
+    return np.lib.stride_tricks.as_strided(first, shape=(len(views), size), strides=(step, 1),
+                                           writeable=first.flags.writeable)
+
+
 def _dpu_id(alloc: system.Allocation, slot: int) -> int:
     """The SDK's DPU id: rank id << 16 | control interface << 8 | position on it."""
     per_rank = alloc.hw.dpus_per_rank
@@ -183,8 +204,10 @@ class DpuSet:
                  profile: str = "", binary=None, c_source=None, asm_source=None, log=None,
                  async_mode: Optional[bool] = False, _system_set=None):
         object.__setattr__(self, "_symbols", {})
-        self._dpus: List["DpuSet"] = []
-        self._ranks: List["DpuSet"] = []
+        # Members (one-rank and one-DPU sets): filled by the set that contains them, or, for
+        # the allocated set, built on first use (thousands of DPUs: not on every allocation).
+        self._dpu_list: Optional[List["DpuSet"]] = []
+        self._rank_list: Optional[List["DpuSet"]] = []
         self._top_set: Optional["DpuSet"] = None
         self._rank_set: Optional["DpuSet"] = None
         self._async_mode = bool(async_mode)
@@ -204,22 +227,10 @@ class DpuSet:
                 self._sys = system.dpu_alloc(int(nr_dpus), profile)
             else:
                 self._sys = system.dpu_alloc_ranks(int(nr_ranks), profile)
-        a = self._sys.alloc
-        for rank_sys in self._sys.rank_sets():
-            rank = DpuSet(log=log, async_mode=async_mode, _system_set=rank_sys)
-            rank._top_set = self
-            rank._ranks.append(rank)
-            self._ranks.append(rank)
-            for slot in rank_sys.slots:
-                dpu = DpuSet(log=log, async_mode=async_mode, _system_set=system.DpuSet(a, [slot], "dpu"))
-                dpu._top_set, dpu._rank_set = self, rank
-                dpu._dpus.append(dpu)
-                dpu._ranks.append(rank)
-                rank._dpus.append(dpu)
-                self._dpus.append(dpu)
+        self._dpu_list = self._rank_list = None
         try:
             if isinstance(log, list):
-                if len(log) != len(self._dpus):
+                if len(log) != len(self):
                     raise DpuError("log list length does not match number of DPUs in DpuSet")
                 for dpu, dpu_log in zip(self._dpus, log):
                     dpu._log = dpu_log
@@ -228,6 +239,39 @@ class DpuSet:
         except BaseException:
             self._sys.free()
             raise
+
+    def _build_members(self):
+        """The allocated set's ranks and DPUs, each a set with this set's program symbols."""
+        a = self._sys.alloc
+        dpus, ranks = [], []
+        for rank_sys in self._sys.rank_sets():
+            rank = DpuSet(log=self._log, async_mode=self._async_mode, _system_set=rank_sys)
+            rank._top_set = self
+            rank._rank_list.append(rank)
+            ranks.append(rank)
+            for slot in rank_sys.slots:
+                dpu = DpuSet(log=self._log, async_mode=self._async_mode,
+                             _system_set=system.DpuSet(a, [slot], "dpu"))
+                dpu._top_set, dpu._rank_set = self, rank
+                dpu._dpu_list.append(dpu)
+                dpu._rank_list.append(rank)
+                rank._dpu_list.append(dpu)
+                dpus.append(dpu)
+        for member in (*ranks, *dpus):
+            object.__setattr__(member, "_symbols", dict(self._symbols))
+        self._dpu_list, self._rank_list = dpus, ranks
+
+    @property
+    def _dpus(self) -> List["DpuSet"]:
+        if self._dpu_list is None:
+            self._build_members()
+        return self._dpu_list
+
+    @property
+    def _ranks(self) -> List["DpuSet"]:
+        if self._rank_list is None:
+            self._build_members()
+        return self._rank_list
 
     # ---------------------------------------------------------------- symbols as attributes
     def __getattribute__(self, name):
@@ -262,7 +306,7 @@ class DpuSet:
         return iter(self._dpus)
 
     def __len__(self) -> int:
-        return len(self._dpus)
+        return len(self._sys.slots)
 
     def dpus(self) -> List["DpuSet"]:
         """The DPUs of the set, each a one-DPU set."""
@@ -333,7 +377,8 @@ class DpuSet:
         for outer in (self._top_set, self._rank_set):
             if outer is not None and outer is not self:
                 object.__setattr__(outer, "_symbols", {})
-        inner = {id(s): s for s in [self, *self._ranks, *self._dpus]}
+        members = [] if self._dpu_list is None else [*self._ranks, *self._dpus]
+        inner = {id(s): s for s in [self, *members]}
         for s in inner.values():
             object.__setattr__(s, "_symbols", dict(symbols))
 
@@ -360,7 +405,7 @@ class DpuSet:
             raise DpuError("can only execute Host <-> DPU transfers")
         host, device = (src, dst) if to_dpu else (dst, src)
         multiple = isinstance(host, list)
-        if multiple and len(host) == 1 and len(self._dpus) == 1:
+        if multiple and len(host) == 1 and len(self) == 1:
             multiple, host = False, host[0]
         flags = self._flags(async_mode)
         with _translate():
@@ -383,7 +428,7 @@ class DpuSet:
                        symbol, offset, size, flags)
 
     def _copy_many(self, host: list, symbol, size, offset, to_dpu, flags):
-        if len(host) != len(self._dpus):
+        if len(host) != len(self):
             raise DpuError("invalid number of host buffers for this DPU set",
                            "DPU_ERR_INVALID_MEMORY_TRANSFER")
         views = [None if b is None else _byte_view(b, writable=not to_dpu) for b in host]
@@ -396,12 +441,20 @@ class DpuSet:
         slots = self._sys.slots
         if len(lengths) == len(views) and size > 0:
             # Every DPU has a buffer: one vectorised transfer, booked as the push would be.
+            matrix = _rows_of_one_array(views, size)
             if to_dpu:
-                self._sys.scatter_to(symbol, offset, np.stack([v[:size] for v in views]))
+                self._sys.scatter_to(symbol, offset, matrix if matrix is not None
+                                     else np.stack([v[:size] for v in views]))
             else:
-                rows = self._sys.gather_from(symbol, offset, size)
-                for view, row in zip(views, rows):
-                    view[:size] = row
+                if matrix is not None and matrix.flags.c_contiguous:
+                    self._sys.gather_from(symbol, offset, size, out=matrix)
+                else:
+                    rows = self._sys.gather_from(symbol, offset, size)
+                    if matrix is not None:
+                        matrix[...] = rows
+                    else:
+                        for view, row in zip(views, rows):
+                            view[:size] = row
             return
         direction = system.DPU_XFER_TO_DPU if to_dpu else system.DPU_XFER_FROM_DPU
         self._push(direction, {int(s): v for s, v in zip(slots, views) if v is not None},
@@ -435,6 +488,8 @@ class DpuSet:
         self._logfn(stream, sys.stdout)
 
     def _logfn(self, log, default):
+        if log is None and default is None and self._log is None and self._dpu_list is None:
+            return          # no stream anywhere (members unbuilt: none of their own either)
         streams = {dpu: dpu._log if dpu._log is not None else default for dpu in self._dpus}
         if log is not None:
             if isinstance(log, list):

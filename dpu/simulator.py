@@ -4,6 +4,7 @@ Use it under ``if getattr(dpu, "PIMRL_SIMULATOR", False):`` so that the same scr
 with the SDK's package::
 
     from dpu import simulator
+    simulator.load(dpus, program)        # a program object built in this process
     with simulator.phase(dpus, "inter_dpu"):
         dpus.copy(partials, "q_table")
     simulator.modelled_seconds(dpus)     # {'cpu_dpu': ..., 'dpu_kernel': ..., ...}
@@ -62,3 +63,16 @@ def phase(dpu_set, category: str):
     """Count the transfers inside the block as ``category`` (e.g. ``"inter_dpu"``)."""
     with dpu_set._sys.phase(category):
         yield
+
+
+def load(dpu_set, program: system.DpuProgram):
+    """Load a program object of this process (a :class:`pimrl.pim.system.DpuProgram`: the
+    SwiftRL numba kernel, a C kernel that reports its work counters) as ``load(binary=...)``
+    loads a program file, symbol attributes included; returns the ``dpu.DpuProgram``."""
+    from dpu.driver import DpuProgram, _translate
+
+    with _translate():
+        dpu_set._sys.load(program)
+    loaded = DpuProgram(program)
+    dpu_set._update_symbol_attributes(loaded.fetch_all_symbols())
+    return loaded

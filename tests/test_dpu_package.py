@@ -113,3 +113,21 @@ def test_profile_selects_the_same_hardware():
         assert system.machine_for_profile(text).hw == hw, text
         with DpuSet(nr_dpus=1, profile=text) as one:
             assert simulator.system_set(one).alloc.hw == hw
+
+
+def test_rows_of_one_array_in_any_order_or_spacing():
+    """Rows of one numpy array move in one copy; reordered, padded or mixed rows still land
+    on their own DPU (each buffer is DPU i's, whatever array it belongs to)."""
+    n = 6
+    data = np.random.default_rng(9).integers(0, 256, size=(n, 24), dtype=np.uint8)
+    with DpuSet(nr_dpus=n, profile=PROFILE, binary="pimrl:diag") as dpus:
+        for rows in (list(data), list(data[::-1]), [r[:16] for r in data],
+                     [data[i] if i % 2 else data[i].copy() for i in range(n)]):
+            dpus.copy("buffer", rows, size=16)
+            padded = np.zeros((n, 24), np.uint8)           # rows 24 apart, 16 bytes each
+            for back in ([r[:16] for r in padded], [r[:16] for r in padded][::-1]):
+                dpus.copy(back, "buffer")
+                assert np.array_equal(np.stack(back), np.stack([r[:16] for r in rows]))
+            contiguous = np.zeros((n, 16), np.uint8)
+            dpus.copy(list(contiguous), "buffer")           # straight into the rows
+            assert np.array_equal(contiguous, np.stack([r[:16] for r in rows]))

@@ -101,6 +101,9 @@ def catalogue() -> list:
          "transitions; R rounds broadcast the value vector V (docs/state-owned.md)"))
     programs = Section("DPU programs", "--kernel", "pimrl.swiftrl.trainer.KERNELS",
                        KERNELS.describe())
+    from pimrl.swiftrl.dpus import DEVICES
+
+    devices = Section("DPU devices", "--device", "pimrl.swiftrl.dpus.DEVICES", DEVICES.describe())
     d = learner_defaults()
     learner = Section("learner choices", "--algo/--dtype/--sampling/--next-action",
                       "pimrl.learners.variants.AXES",
@@ -115,7 +118,7 @@ def catalogue() -> list:
                        "pimrl.learners.variants.ALL_VARIANTS",
                        [(v, ", ".join(CHOICE_WORDS.get(w, w) for w in v.split("-")))
                         for v in ALL_VARIANTS])
-    return [envs, hardware, aggregators, programs, learner, policies, variants]
+    return [envs, hardware, aggregators, programs, devices, learner, policies, variants]
 
 
 def register(subparsers) -> None:

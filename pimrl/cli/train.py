@@ -85,8 +85,15 @@ def register(subparsers) -> None:
     g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
                    help="DPU program (pimrl list): the simulator's numba kernel, or the UPMEM C "
                    "kernel of kernels/ run by the DPU runtime (needs a C compiler; slower)")
+    from pimrl.swiftrl.dpus import DEVICES
+
+    g.add_argument("--device", choices=list(DEVICES), default=t["device"],
+                   help="where the DPUs are: simulator (pimrl's, modelled times) or upmem (a "
+                   "UPMEM machine through the SDK's dpu package, kernels/swiftrl.c built by the "
+                   "SDK's dpu-upmem-dpurte-clang, measured times; docs/real-hardware.md)")
     p.set_defaults(pim_defaults={"hw": [], "dpus": str(t["n_dpus"]), "kernel": t["kernel"],
-                                 "aggregate": t["aggregate"], "partition": t["partition"]})
+                                 "aggregate": t["aggregate"], "partition": t["partition"],
+                                 "device": t["device"]})
     from pimrl.cluster import add_executor_arguments
 
     add_executor_arguments(p, "--backend pim: the DPU set's whole ranks spread over the workers")
@@ -151,7 +158,8 @@ def run_pim(records, env, params, args, n_dpus, hw, placement=None):
     trainer = PimTrainer(params, n_dpus=n_dpus, tasklets=args.tasklets, aggregate=args.aggregate,
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
                          block_bytes=args.block_bytes, kernel=args.kernel, placement=placement,
-                         on_round=None if args.no_eval else round_evaluator(env, params.gamma))
+                         on_round=None if args.no_eval else round_evaluator(env, params.gamma),
+                         device=args.device)
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -170,7 +178,7 @@ def run_train(args: argparse.Namespace) -> int:
 
         check_destination(args.save_q)
     if args.backend != "pim":
-        given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition")
+        given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition", "--device")
                  if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
         given += [f for f, default in (("--executor", "local"), ("--workers", None),
                                        ("--threads-per-worker", None))
@@ -182,6 +190,17 @@ def run_train(args: argparse.Namespace) -> int:
                  if getattr(args, f[2:]) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend cpu")
+    if args.backend == "pim" and args.device == "upmem":
+        from pimrl.swiftrl.dpus import DeviceError, dpu_package
+
+        try:
+            dpu_package("upmem")       # before any data is made: the SDK's package or a clear error
+        except DeviceError as exc:
+            raise UserError(str(exc)) from None
+        if args.kernel == args.pim_defaults["kernel"]:
+            args.kernel = "c"              # real DPUs run the C kernel
+        if args.executor != "local":
+            raise UserError("--device upmem: the DPUs are this machine's; use --executor local")
     records, env, source = _load_data(args)
     out = {"source": source, "env_id": env.env_id, "backend": args.backend,
            "params": params.as_dict(), "n_transitions": int(len(records))}
@@ -218,11 +237,14 @@ def run_train(args: argparse.Namespace) -> int:
             trained = []
             for n in counts:
                 if len(counts) > 1 and not args.json:
-                    print(f"simulating {n} DPUs ...", file=sys.stderr)
+                    print(f"{'running on' if args.device == 'upmem' else 'simulating'} {n} DPUs ...",
+                          file=sys.stderr)
                 trained.append(run_pim(records, env, params, args, n, hw, placement))
         for n, tr in zip(counts, trained):
             run = {"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
-                   "kernel": args.kernel, "hardware": hw.name, **tr.timings_.as_dict(),
+                   "kernel": args.kernel, "device": args.device,
+                   "hardware": "UPMEM (real DPUs)" if args.device == "upmem" else hw.name,
+                   **tr.timings_.as_dict(),
                    "saturations": tr.saturations_, "n_updates": tr.n_updates_,
                    "max_partition": int(np.diff(tr.bounds_).max())}
             if hasattr(tr, "worker_transfers_"):
@@ -240,7 +262,7 @@ def run_train(args: argparse.Namespace) -> int:
         q = tr.q_                      # --save-q and the evaluation below: the last count
         out["q_from_dpus"] = counts[-1]
         out["runs"] = runs
-        if len(runs) > 1:
+        if len(runs) > 1 and args.device == "simulator":
             out["scaling"] = scaling_table(runs)
     if not args.no_eval:
         from pimrl.envs import evaluate_against_optimum
@@ -303,16 +325,27 @@ def _ms(x):
     return f"{x * 1e3:10.3f}"
 
 
+PHASES = (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"), ("inter_dpu", "Inter-DPU"),
+          ("dpu_cpu", "DPU-CPU"))
+
+
 def time_table(run) -> list:
     """The lines of one run's time table: label, milliseconds, and whether modelled or measured."""
-    m = run["modelled_s"]
-    rows = [(label, m[key], "modelled") for key, label in (
-        ("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"), ("inter_dpu", "Inter-DPU"),
-        ("dpu_cpu", "DPU-CPU"))]
-    rows += [("total", run["modelled_total_s"], "modelled"),
-             ("host aggregation", run["measured_s"]["host_aggregation"], "measured (this machine)"),
-             ("simulation", run["measured_s"]["simulation_wall"],
-              "measured (simulator wall clock)")]
+    if "modelled_s" in run:
+        m = run["modelled_s"]
+        rows = [(label, m[key], "modelled") for key, label in PHASES]
+        rows += [("total", run["modelled_total_s"], "modelled"),
+                 ("host aggregation", run["measured_s"]["host_aggregation"],
+                  "measured (this machine)"),
+                 ("simulation", run["measured_s"]["simulation_wall"],
+                  "measured (simulator wall clock)")]
+    else:                               # real DPUs: the host's wall clock around each phase
+        m = run["measured_s"]
+        rows = [(label, m.get(key, 0.0), "measured (real DPUs, host wall clock)")
+                for key, label in PHASES]
+        rows += [("total", run["measured_total_s"], "measured (the four phases)"),
+                 ("host aggregation", m["host_aggregation"], "measured (this machine)"),
+                 ("run", m["run_wall"], "measured (wall clock, build and setup included)")]
     width = max(len("time category"), *(len(label) for label, _, _ in rows))
     lines = [f"{'time category':<{width}}{'ms':>10}   kind"]
     lines += [f"{label:<{width}}{_ms(value)}   {kind}" for label, value, kind in rows]
@@ -358,7 +391,8 @@ def print_report(out, params):
                     print(f"  time to quality: not reached in {rounds} round{'s' * (rounds > 1)} "
                           f"({r['quality_tolerance']})")
                 else:
-                    print(f"  time to quality{_ms(r['time_to_quality_modelled_s'])}   modelled "
+                    kind = "modelled" if "time_to_quality_modelled_s" in r else "measured"
+                    print(f"  time to quality{_ms(r[f'time_to_quality_{kind}_s'])}   {kind} "
                           f"(round {r['quality_round']} of {rounds}; {r['quality_tolerance']})")
         sats = out["runs"][-1]["saturations"]
         if "scaling" in out:

@@ -141,5 +141,10 @@ class TimeBreakdown:
         return sum(self.modelled_s.values())
 
     def as_dict(self) -> dict:
+        """Modelled and measured times; a ledger with no modelled categories (real DPUs)
+        gives ``measured_s`` and ``measured_total_s``, the sum of the four phases."""
+        if not self.modelled_s:
+            return {"measured_s": dict(self.measured_s),
+                    "measured_total_s": sum(self.measured_s.get(c, 0.0) for c in CATEGORIES)}
         return {"modelled_s": dict(self.modelled_s), "modelled_total_s": self.modelled_total_s,
                 "measured_s": dict(self.measured_s)}

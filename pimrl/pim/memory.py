@@ -84,10 +84,14 @@ class PagedMram:
             self.pool[pages[:, k] - 1, lo:lo + chunk] = src if src.ndim == 2 else src[None, :]
             pos += chunk
 
-    def read(self, dpus, offset: int, n: int) -> np.ndarray:
-        """Bytes [offset, offset + n) of every DPU in ``dpus``: (len(dpus), n) uint8."""
+    def read(self, dpus, offset: int, n: int, out=None) -> np.ndarray:
+        """Bytes [offset, offset + n) of every DPU in ``dpus``: (len(dpus), n) uint8, into
+        ``out`` when given."""
         dpus = np.asarray(dpus, dtype=np.int64)
-        out = np.zeros((len(dpus), n), dtype=np.uint8)
+        if out is None:
+            out = np.zeros((len(dpus), n), dtype=np.uint8)
+        else:
+            out[...] = 0                    # pages never written read as zeros
         if n == 0 or len(dpus) == 0:
             return out
         first, last = offset >> PAGE_SHIFT, (offset + n - 1) >> PAGE_SHIFT

@@ -374,13 +374,16 @@ class DpuSet:
         else:
             raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not writable in the simulator")
 
-    def _read(self, slots, sym: Symbol, offset: int, length: int) -> np.ndarray:
+    def _read(self, slots, sym: Symbol, offset: int, length: int, out=None) -> np.ndarray:
         a = self.alloc
         if sym.space == "mram":
-            return a.mram.read(slots, sym.offset + offset, length)
+            return a.mram.read(slots, sym.offset + offset, length, out)
         if sym.space == "wram":
             start = sym.offset + offset
-            return a.wram[slots, start:start + length].copy()
+            if out is None:
+                return a.wram[slots, start:start + length].copy()
+            out[...] = a.wram[slots, start:start + length]
+            return out
         raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not readable in the simulator")
 
     @staticmethod
@@ -475,11 +478,12 @@ class DpuSet:
         self._write(self.slots, sym, offset, data)
         self._account(True, data.shape[1], what=f"push_xfer to {sym.name}")
 
-    def gather_from(self, symbol, offset: int, length: int) -> np.ndarray:
-        """Prepare + push from every DPU, vectorised: (nr_dpus, length) bytes."""
+    def gather_from(self, symbol, offset: int, length: int, out=None) -> np.ndarray:
+        """Prepare + push from every DPU, vectorised: (nr_dpus, length) bytes, into ``out``
+        (a C-contiguous uint8 array of that shape) when given."""
         sym = self._resolve(symbol, offset, length)
         self._wait()
-        out = self._read(self.slots, sym, offset, length)
+        out = self._read(self.slots, sym, offset, length, out)
         self._account(False, length, what=f"push_xfer from {sym.name}")
         return out
 

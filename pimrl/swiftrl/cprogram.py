@@ -88,6 +88,51 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
     return out
 
 
+def compiler_line(compiler: str, out, n_states, n_actions, tasklets, algo, dtype, sampling,
+                  block_bytes=2048, count_visits=True, opt="-O2", bootstrap="table") -> list:
+    """The DPU compiler's command line for one variant, as kernels/Makefile writes it:
+    ``dpu-upmem-dpurte-clang -DNR_TASKLETS=T -DN_STATES=S ... -O2 -o OUT swiftrl.c``."""
+    defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
+                          bootstrap)
+    return [compiler, f"-DNR_TASKLETS={int(tasklets)}", *(f"-D{k}={v}" for k, v in defs.items()),
+            opt, "-I", str(KERNELS), "-o", str(out), str(SOURCE)]
+
+
+def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampling,
+                               block_bytes=2048, count_visits=True, opt="-O2",
+                               compiler: str = "dpu-upmem-dpurte-clang") -> Path:
+    """Build one variant with the DPU compiler ``compiler`` found on PATH (on a UPMEM machine
+    the SDK's, which makes a DPU ELF binary), once per sources and compiler, under
+    ``<kernel build folder>/upmem``; returns the binary's path."""
+    import shutil
+    import subprocess
+
+    if not header_is_current():
+        raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
+                           f"python -m pimrl.swiftrl.cprogram --write-header")
+    found = shutil.which(compiler)
+    if found is None:
+        raise FileNotFoundError(f"{compiler}: not found on PATH (load the UPMEM SDK's "
+                                "environment: source <sdk>/upmem_env.sh)")
+    real = Path(found).resolve()
+    key = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}:{_sources_key()}".encode()).hexdigest()[:12]
+    out = build_dir() / "upmem" / (f"swiftrl-{algo}-{dtype}-{sampling}-s{n_states}-a{n_actions}"
+                                   f"-t{tasklets}-b{block_bytes}{'-v' if count_visits else ''}"
+                                   f"{opt.replace('-', '')}-{key}")
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+        line = compiler_line(found, tmp, n_states, n_actions, tasklets, algo, dtype, sampling,
+                             block_bytes, count_visits, opt)
+        done = subprocess.run(line, capture_output=True, text=True)
+        if done.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(f"{' '.join(line)} failed (exit {done.returncode}): "
+                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
+        os.replace(tmp, out)
+    return out
+
+
 class SwiftRlCProgram(DpuRtProgram):
     """A built variant of kernels/swiftrl.c; launches report the ``stats`` counters."""
 

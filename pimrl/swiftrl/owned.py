@@ -206,7 +206,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
 
     from pimrl.pim.hardware import get_hardware
     from pimrl.swiftrl.program import RECORD_BYTES
-    from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+    from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
+    from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
     from pimrl.swiftrl.trainer import KERNELS, dpu_record_matrix
 
     t_start = time.perf_counter()
@@ -228,14 +229,16 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     if p.dtype == "int32":
         matrix = matrix.copy()
         matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+    if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
+        matrix = matrix.copy()
     raw_dtype = np.int32 if p.dtype == "int32" else np.float32
     nq = n_states * n_actions
     out_words = 2 * n_actions + plan.longest_range
-    dpus = dpu_alloc(n, machine=Machine(hw))
+    dpus = DpuPackageSet(dpu_package("simulator"), n, program, hw)
     history = []
     try:
-        dpus.load(program)
-        dpus.scatter_to(DPU_MRAM_HEAP_POINTER_NAME, 0, matrix.view(np.uint8).reshape(n, -1))
+        with dpus.phase("cpu_dpu"):
+            dpus.push_rows(DPU_MRAM_HEAP_POINTER_NAME, matrix.view(np.uint8).reshape(n, -1))
         params = np.zeros((n, PARAMS_WORDS), dtype=np.int64)
         scalars = p.kernel_scalars()
         params[:, : len(scalars)] = scalars
@@ -244,44 +247,45 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         params[:, P_OWN_HI] = plan.own[:, 1]
         params[:, P_OWN_SHARED] = plan.shared
         lanes = np.arange(n * trainer.tasklets)
-        dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes).reshape(n, -1))
+        with dpus.phase("cpu_dpu"):
+            dpus.push_rows("rng_state", lane_seeds(p.seed, lanes).reshape(n, -1).view(np.uint8))
         v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros
         counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
         round_epochs = np.diff(even_bounds(p.epochs, rounds))
         agg_s = 0.0
         sent = None
-        ledger = dpus.alloc.ledger
         # What stopping after a round would add: gathering the tables (as the last round does).
-        stop_s = cost.parallel_transfer_seconds(hw, 4 * nq, n, dpus.nr_ranks, False)
+        stop_s = cost.parallel_transfer_seconds(hw, 4 * nq, n, dpus.n_ranks(), False)
         for r, epochs in enumerate(round_epochs):
             last = r == len(round_epochs) - 1
             params[:, P_EPOCHS] = epochs
             if sent is None or not np.array_equal(sent, params):    # only when they change
                 with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-                    dpus.scatter_to("params", 0, params.view(np.uint8).reshape(n, -1))
+                    dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
                 sent = params.copy()
-            counters += dpus.launch().counters
+            dpus.run()
             if last:
                 with dpus.phase("dpu_cpu"):
-                    tables = dpus.gather_from("q_table", 0, 4 * nq).view(raw_dtype).reshape(
+                    counters += dpus.counters(len(kcost.COUNTERS))
+                    tables = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(
                         n, n_states, n_actions)
             else:
                 with dpus.phase("inter_dpu"):
-                    out = dpus.gather_from("v_out", 0, 4 * out_words).view(raw_dtype).reshape(
+                    counters += dpus.counters(len(kcost.COUNTERS))
+                    out = dpus.pull_rows("v_out", 4 * out_words).view(raw_dtype).reshape(
                         n, out_words)
                 t0 = time.perf_counter()
                 edges = out[:, : 2 * n_actions].reshape(n, 2, n_actions)
                 v = _values_of(plan, edges, out[:, 2 * n_actions:], v, p, n_states)
                 agg_s += time.perf_counter() - t0
                 with dpus.phase("inter_dpu"):
-                    dpus.broadcast_to("v_table", 0, v)
+                    dpus.push_all("v_table", v)
             entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
-                     "modelled_s": ledger.modelled_total_s + (0.0 if last else stop_s)}
+                     "modelled_s": dpus.elapsed_s() + (0.0 if last else stop_s)}
             if on_round is not None:
                 # Instrumentation, outside the modelled run: the tables as they stand.
-                snap = tables if last else dpus._read(dpus.slots, dpus.get_symbol("q_table"), 0,
-                                                      4 * nq).view(raw_dtype).reshape(
-                                                          n, n_states, n_actions)
+                snap = tables if last else dpus.peek_rows("q_table", 4 * nq).view(
+                    raw_dtype).reshape(n, n_states, n_actions)
                 entry.update(on_round(assemble_table(plan, snap, p.dtype, p.frac_bits)))
             history.append(entry)
         t0 = time.perf_counter()
@@ -290,7 +294,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     finally:
         dpus.free()
     trainer.q_ = q
-    trainer.timings_ = dpus.alloc.ledger
+    trainer.timings_ = dpus.ledger()
     trainer.timings_.measure("host_aggregation", agg_s)
     trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
     trainer.counters_ = counters

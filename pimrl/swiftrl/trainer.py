@@ -1,8 +1,10 @@
 """The host side of a PIM training run: partition, push, launch, gather, aggregate.
 
-``PimTrainer(...).fit(records, n_states, n_actions)`` drives a simulated DPU set through the
-SDK-shaped API of :mod:`pimrl.pim.system` exactly as a host program would, and leaves the
-aggregated table in ``q_`` and the modelled/measured times in ``timings_``.
+``PimTrainer(...).fit(records, n_states, n_actions)`` drives a DPU set through the UPMEM
+SDK's Python host API (the ``dpu`` package, by way of :mod:`pimrl.swiftrl.dpus`) exactly as
+a host program would, and leaves the aggregated table in ``q_`` and the times in
+``timings_``: modelled on pimrl's simulator (``device="simulator"``), measured on real DPUs
+(``device="upmem"``, with the SDK's ``dpu`` package).
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
-from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
+from pimrl.swiftrl.dpus import DEVICES, DpuPackageSet, SystemSetDpus, dpu_package
 from pimrl.registry import Registry
 from pimrl.rng import lane_seeds
 
@@ -78,23 +81,28 @@ def too_many_dpus(n_dpus: int, hw: Hardware) -> str:
 
 
 class PimTrainer:
-    """Train on ``n_dpus`` simulated DPUs: one Q-table per DPU, aggregated on the host.
+    """Train on ``n_dpus`` DPUs: one Q-table per DPU, aggregated on the host.
 
     Parameters are stored as given; ``fit`` does the work and sets ``q_`` (float64
     aggregate), ``timings_`` (:class:`~pimrl.pim.cost.TimeBreakdown`), ``counters_`` (per-DPU
     work counters summed over launches), ``saturations_``, ``n_updates_`` and, with
     ``keep_dpu_tables=True``, ``dpu_tables_`` (raw per-DPU tables after the last round).
     ``kernel`` names the DPU program (a key of ``KERNELS``) or is a factory with their
-    signature. ``placement(n_dpus, hw)`` allocates the DPU set: by default here
-    (``dpu_alloc``); a :class:`~pimrl.pim.distributed.DaskPlacement` spreads its ranks over
-    Dask workers, with the same tables and modelled times, and sets ``worker_transfers_``
-    (bytes and measured wall time of the traffic with the workers, never a PIM time).
+    signature. ``device`` (a key of :data:`~pimrl.swiftrl.dpus.DEVICES`) says where the DPUs
+    are: ``simulator`` (pimrl's ``dpu`` package; ``timings_.modelled_s`` holds the modelled
+    PrIM phases) or ``upmem`` (the SDK's ``dpu`` package on a UPMEM machine; the C kernel
+    built by the SDK's compiler; ``timings_.measured_s`` holds each phase's host wall clock
+    and ``modelled_s`` is empty). ``placement(n_dpus, hw)`` allocates a simulated DPU set
+    elsewhere: a :class:`~pimrl.pim.distributed.DaskPlacement` spreads its ranks over Dask
+    workers, with the same tables and modelled times, and sets ``worker_transfers_`` (bytes
+    and measured wall time of the traffic with the workers, never a PIM time).
     """
 
     def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int = 2048,
-                 keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None):
+                 keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None,
+                 device: str = "simulator"):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -107,6 +115,7 @@ class PimTrainer:
         self.kernel = kernel
         self.placement = placement
         self.on_round = on_round     # q (float64) -> dict, after every round (instrumentation)
+        self.device = device
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
@@ -120,21 +129,42 @@ class PimTrainer:
         if len(records) < self.n_dpus:
             raise ValueError(f"{len(records)} transitions cannot feed {self.n_dpus} DPUs")
         check_records(records, n_states, n_actions, p)
+        if self.device not in DEVICES:
+            raise ValueError(f"unknown device {self.device!r}; use {' or '.join(DEVICES)}")
+        simulated = self.device == "simulator"
+        if not simulated and self.placement is not None:
+            raise ValueError(f"--device {self.device}: the DPUs are this machine's; a Dask "
+                             "placement spreads simulated DPUs only (use --executor local)")
+        if not simulated and self.kernel != "c":
+            raise ValueError(f"--device {self.device} runs the C kernel of kernels/swiftrl.c, "
+                             f"not {self.kernel!r}: use --kernel c")
         if spec.name == "own":
+            if not simulated:
+                raise ValueError(f"{self.aggregate}: state-owned learning runs on the simulator "
+                                 "only (--device simulator)")
             from pimrl.swiftrl.owned import fit_owned
 
             return fit_owned(self, records, n_states, n_actions, spec.rounds, self.on_round)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
-        if self.n_dpus > hw.n_dpus:
+        if simulated and self.n_dpus > hw.n_dpus:
             raise ValueError(too_many_dpus(self.n_dpus, hw))
-        if callable(self.kernel):
-            factory = self.kernel
-        elif self.kernel in KERNELS:
-            factory = KERNELS[self.kernel]
+        # The dpu package first: a wrong one is reported before any build.
+        dpu = dpu_package(self.device) if self.placement is None else None
+        if not simulated:       # real DPUs: the C kernel, built by the SDK's compiler
+            from pimrl.swiftrl.cprogram import build_kernel_with_compiler
+
+            program = build_kernel_with_compiler(n_states, n_actions, self.tasklets, p.algo,
+                                                 p.dtype, p.sampling, self.block_bytes,
+                                                 count_visits=spec.needs_visits)
         else:
-            raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
-        program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
-                          self.block_bytes, hw, count_visits=spec.needs_visits)
+            if callable(self.kernel):
+                factory = self.kernel
+            elif self.kernel in KERNELS:
+                factory = KERNELS[self.kernel]
+            else:
+                raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
+            program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
+                              self.block_bytes, hw, count_visits=spec.needs_visits)
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
         longest = int(np.diff(bounds).max())
         if longest * RECORD_BYTES > hw.mram_bytes:
@@ -144,44 +174,48 @@ class PimTrainer:
         if p.dtype == "int32":
             matrix = matrix.copy()
             matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+        if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
+            matrix = matrix.copy()
 
+        n = self.n_dpus
         if self.placement is None:
-            dpus = dpu_alloc(self.n_dpus, machine=Machine(hw))
+            dpus = DpuPackageSet(dpu, n, program, hw)
         else:
             if self.kernel != "numba":
                 raise ValueError(f"--kernel {self.kernel}: a DPU set on Dask workers runs the "
                                  f"numba kernel only")
-            dpus = self.placement(self.n_dpus, hw)
+            dpus = SystemSetDpus(self.placement(n, hw), program)
         try:
-            dpus.load(program)
             # CPU-DPU: the partitions, each DPU's parameters and its lanes' random streams.
-            dpus.scatter_to(DPU_MRAM_HEAP_POINTER_NAME, 0, matrix.view(np.uint8).reshape(self.n_dpus, -1))
-            params = np.zeros((self.n_dpus, PARAMS_WORDS), dtype=np.int64)
+            with dpus.phase("cpu_dpu"):
+                dpus.push_rows(DPU_MRAM_HEAP_POINTER_NAME, matrix.view(np.uint8).reshape(n, -1))
+                lanes = np.arange(n * self.tasklets).reshape(n, self.tasklets)
+                dpus.push_rows("rng_state", lane_seeds(p.seed, lanes.ravel()).reshape(n, -1).view(np.uint8))
+            params = np.zeros((n, PARAMS_WORDS), dtype=np.int64)
             scalars = p.kernel_scalars()
             params[:, : len(scalars)] = scalars
             params[:, P_N_RECORDS] = np.diff(bounds)
-            lanes = np.arange(self.n_dpus * self.tasklets).reshape(self.n_dpus, self.tasklets)
-            dpus.scatter_to("rng_state", 0, lane_seeds(p.seed, lanes.ravel()).reshape(self.n_dpus, -1))
 
             round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
-            counters = np.zeros((self.n_dpus, len(kcost.COUNTERS)), dtype=np.int64)
+            counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
             agg_s = 0.0
             visits_before = 0
             self.rounds_ = []
             nq = n_states * n_actions
             raw_dtype = np.int32 if p.dtype == "int32" else np.float32
+            time_key = "modelled_s" if dpus.modelled else "measured_s"
             for r, epochs in enumerate(round_epochs):
                 last = r == len(round_epochs) - 1
                 params[:, P_EPOCHS] = epochs
                 with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-                    dpus.scatter_to("params", 0, params.view(np.uint8).reshape(self.n_dpus, -1))
-                result = dpus.launch()
-                counters += result.counters
+                    dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
+                dpus.run()
                 with dpus.phase("dpu_cpu" if last else "inter_dpu"):
-                    raw = dpus.gather_from("q_table", 0, 4 * nq).view(raw_dtype).reshape(
-                        self.n_dpus, n_states, n_actions)
-                    visits = (dpus.gather_from("visits", 0, 4 * nq).view(np.uint32).reshape(
-                        self.n_dpus, n_states, n_actions) if spec.needs_visits else None)
+                    counters += dpus.counters(len(kcost.COUNTERS))
+                    raw = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(
+                        n, n_states, n_actions)
+                    visits = (dpus.pull_rows("visits", 4 * nq).view(np.uint32).reshape(
+                        n, n_states, n_actions) if spec.needs_visits else None)
                 t0 = time.perf_counter()
                 if visits is not None:          # weight by this round's updates only
                     visits, visits_before = visits - visits_before, visits
@@ -189,9 +223,9 @@ class PimTrainer:
                 agg_s += time.perf_counter() - t0
                 if not last:
                     with dpus.phase("inter_dpu"):
-                        dpus.broadcast_to("q_table", 0, float_to_raw(q, p.dtype, p.frac_bits))
+                        dpus.push_all("q_table", float_to_raw(q, p.dtype, p.frac_bits))
                 entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
-                         "modelled_s": dpus.alloc.ledger.modelled_total_s}
+                         time_key: dpus.elapsed_s()}
                 if self.on_round is not None:
                     entry.update(self.on_round(q))
                 self.rounds_.append(entry)
@@ -199,13 +233,14 @@ class PimTrainer:
             dpus.free()
 
         self.q_ = q
-        self.timings_ = dpus.alloc.ledger
+        self.timings_ = dpus.ledger()
         self.timings_.measure("host_aggregation", agg_s)
-        self.timings_.measure("simulation_wall", time.perf_counter() - t_start)
-        transfers = getattr(dpus, "transfers", None)
+        self.timings_.measure("simulation_wall" if dpus.modelled else "run_wall",
+                              time.perf_counter() - t_start)
+        transfers = getattr(dpus.set, "transfers", None) if isinstance(dpus, SystemSetDpus) else None
         if transfers is not None:        # a distributed set: its traffic with the workers
-            self.worker_transfers_ = dict(transfers, workers=list(dpus.workers),
-                                          dpus_per_worker=list(dpus.shard_dpus))
+            self.worker_transfers_ = dict(transfers, workers=list(dpus.set.workers),
+                                          dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
         self.counters_ = counters
