@@ -191,7 +191,10 @@ def f32_scalar(bits):
     return b.view(np.float32)[0]
 
 
-@njit(cache=True, inline="always")
+# Not inlined by numba (LLVM inlines it): numba-level inlining of this body at each loop's
+# call sites tripled the compile time of every variant (about 9 s to 3 s a variant) for no
+# measurable speed; the small primitives above stay inlined, where it does matter (INT32).
+@njit(cache=True)
 def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, draw, eps,
                   alpha, gamma, frac, x):
     """The update of record ``j`` (its 16 bytes as four words, docs/design.md), by the
