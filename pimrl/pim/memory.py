@@ -108,6 +108,30 @@ class PagedMram:
 
 
 @njit(cache=True, inline="always")
+def mram_words_to_wram(page_row, pool64, addr, dst64, dst_off, n):
+    """:func:`mram_copy_to_wram` for a DMA the rules allow (``addr``, ``dst_off`` and ``n``
+    multiples of 8), on 8-byte views made once by the caller (``pool64``: the pool as
+    uint64 words; ``dst64``: the WRAM row as uint64 words). It makes no array views of its
+    own, so a one-record DMA costs a few loads, not the reference counting of four views."""
+    done = 0
+    while done < n:
+        a = addr + done
+        page = a >> PAGE_SHIFT
+        lo = a & (PAGE_BYTES - 1)
+        chunk = min(n - done, PAGE_BYTES - lo)
+        pid = page_row[page]
+        o = (dst_off + done) >> 3
+        w = lo >> 3
+        if pid == 0:
+            for i in range(chunk >> 3):
+                dst64[o + i] = 0
+        else:
+            for i in range(chunk >> 3):
+                dst64[o + i] = pool64[pid - 1, w + i]
+        done += chunk
+
+
+@njit(cache=True, inline="always")
 def mram_copy_to_wram(page_row, pool, addr, dst, dst_off, n):
     """Copy n MRAM bytes at ``addr`` of one bank (its ``page_row``) into ``dst[dst_off:]``."""
     done = 0

@@ -36,7 +36,7 @@ from pimrl.learners.variants import (
 from pimrl.parallel import run_ranges
 from pimrl.swiftrl import costs as kcost
 from pimrl.swiftrl.costs import C
-from pimrl.pim.memory import mram_copy_to_wram
+from pimrl.pim.memory import mram_words_to_wram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
 RECORD_BYTES = 16
@@ -76,9 +76,11 @@ def _build_kernel(variant: Variant, count_visits: bool):
         buf_len = tasklets * block_bytes
         block_records = block_bytes // RECORD_BYTES
         block_words = block_bytes >> 2
+        pool64 = pool.view(np.uint64)         # 8-byte words: the unit the DMA engine moves
         for k in range(len(slots)):
             d = slots[k]
             row = wram[d]
+            row64 = row.view(np.uint64)
             page_row = page_table[d]
             params = row[off_params:off_params + 8 * PARAMS_WORDS].view(np.int64)
             rng = row[off_rng:off_rng + 4 * tasklets].view(np.uint32)
@@ -151,8 +153,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
                                 if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
                                     fault = FAULT_DMA * 256 + 1 + t
                                     break
-                                mram_copy_to_wram(page_row, pool, addr, row,
-                                                  off_buf + t * block_bytes, nbytes)
+                                mram_words_to_wram(page_row, pool64, addr, row64,
+                                                   off_buf + t * block_bytes, nbytes)
                                 n_dma += 1
                                 n_dma_bytes += nbytes
                                 blk_lo[t] = start[t] + i
@@ -175,8 +177,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
                                 fault = FAULT_DMA * 256 + 1 + t
                                 break
-                            mram_copy_to_wram(page_row, pool, addr, row, off_buf + t * block_bytes,
-                                              nbytes)
+                            mram_words_to_wram(page_row, pool64, addr, row64,
+                                               off_buf + t * block_bytes, nbytes)
                             n_dma += 1
                             n_dma_bytes += nbytes
                             blk_lo[t] = j
