@@ -20,7 +20,8 @@ from numba import njit
 
 from pimrl.learners.fixedpoint import INT32_MAX, INT32_MIN
 from pimrl.learners.variants import (
-    P_ALPHA32, P_ALPHA_FX, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_STRIDE, Variant,
+    P_ALPHA32, P_ALPHA_FX, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_POLICY_MAX32,
+    P_POLICY_MAX_FX, P_STRIDE, Variant,
 )
 from pimrl.parallel import run_ranges
 from pimrl.rng import below, xorshift32
@@ -111,6 +112,43 @@ def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
 
 
 @njit(cache=True, inline="always")
+def policy_value_f32(q, s, w, k, cmax):
+    """SARSA's bootstrap value under state ownership (docs/state-owned.md), FP32: with
+    ``w[k]`` the target policy's weights of the actions at ``s`` and ``cmax`` the weight of
+    its greedy action, ``acc = sum_a float32(w[k, a] * Q[s, a])`` (from +0, a = 0, 1, ...,
+    each step rounded to float32), then ``float32(acc + float32(cmax * max_a Q[s, a]))``:
+    (value, entries scanned). One scan of the row."""
+    acc = np.float32(0.0)
+    m = q[s, 0]
+    for a in range(q.shape[1]):
+        e = q[s, a]
+        if e > m:
+            m = e
+        acc = np.float32(acc + np.float32(w[k, a] * e))
+    return np.float32(acc + np.float32(cmax * m)), q.shape[1]
+
+
+@njit(cache=True, inline="always")
+def policy_value_i32(q, s, w, k, cmax, frac):
+    """:func:`policy_value_f32` in Q format: ``acc = sum_a fx_mul(w[k, a], Q[s, a])`` in
+    int64 (each product rounded half up and saturated), then ``sat32(acc + fx_mul(cmax,
+    max_a Q[s, a]))``: (value, entries scanned, saturations)."""
+    acc = np.int64(0)
+    nsat = 0
+    m = q[s, 0]
+    for a in range(q.shape[1]):
+        e = q[s, a]
+        if e > m:
+            m = e
+        p, f = fx_mul(w[k, a], e, frac)
+        acc += np.int64(p)
+        nsat += f
+    g, f1 = fx_mul(cmax, m, frac)
+    val, f2 = sat32(acc + np.int64(g))
+    return val, q.shape[1], nsat + f1 + f2
+
+
+@njit(cache=True, inline="always")
 def owned_value(q, v, own_lo, own_hi, s2):
     """Q-learning's bootstrap under state ownership (variant bootstrap ``owned``): the DPU's
     own fresh row for the states [own_lo, own_hi) it alone holds, the broadcast ``v`` for the
@@ -122,13 +160,20 @@ def owned_value(q, v, own_lo, own_hi, s2):
 
 
 @njit(cache=True, inline="always")
-def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma):
-    """One FP32 Q-learning update bootstrapping through :func:`owned_value`: scanned."""
+def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, w, w_lo, cmax):
+    """One FP32 update bootstrapping through :func:`owned_value` (Q-learning) or, for SARSA
+    (``is_q`` false), from :func:`policy_value_f32` of its fresh rows (weights ``w[s2 -
+    w_lo]``) and ``v`` for the others: scanned."""
     scanned = 0
     if term:
         target = r
     else:
-        m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        if is_q:
+            m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        elif s2 >= own_lo and s2 < own_hi:
+            m, scanned = policy_value_f32(q, s2, w, s2 - w_lo, cmax)
+        else:
+            m = v[s2]
         target = np.float32(r + np.float32(gamma * m))
     cur = q[s, a]
     q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
@@ -136,17 +181,23 @@ def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma):
 
 
 @njit(cache=True, inline="always")
-def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac):
-    """One INT32 Q-learning update bootstrapping through :func:`owned_value`:
-    (scanned, saturations)."""
+def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac, is_q, w, w_lo,
+                     cmax):
+    """One INT32 update bootstrapping as :func:`update_f32_owned` does (SARSA through
+    :func:`policy_value_i32`): (scanned, saturations)."""
     scanned = nsat = 0
     if term:
         target = r
     else:
-        m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        if is_q:
+            m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        elif s2 >= own_lo and s2 < own_hi:
+            m, scanned, nsat = policy_value_i32(q, s2, w, s2 - w_lo, cmax, frac)
+        else:
+            m = v[s2]
         g, f1 = fx_mul(gamma, m, frac)
         target, f2 = sat32(np.int64(r) + np.int64(g))
-        nsat = f1 + f2
+        nsat += f1 + f2
     cur = q[s, a]
     td, f3 = sat32(np.int64(target) - np.int64(cur))
     inc, f4 = fx_mul(alpha, td, frac)
@@ -184,17 +235,19 @@ def f32_scalar(bits):
 
 @njit(cache=True, inline="always")
 def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, draw, eps,
-                  alpha, gamma, frac, x):
+                  alpha, gamma, frac, x, pw, cmax):
     """The update of record ``j`` (its 16 bytes as four words, docs/design.md), by the
-    variant's flags (compile-time constants in every caller): (new rng state, saturations)."""
+    variant's flags (compile-time constants in every caller), ``pw`` and ``cmax`` owned SARSA's
+    policy weights: (new rng state, saturations)."""
     w = words[j, 3]
     s, a, r, s2 = words[j, 0], w & 0xFF, rewards[j, 2], words[j, 1]
     term = (w & 0xFF0000) != 0
     if owned and is_int:
-        _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac)
+        _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac,
+                                 is_q, pw, 0, cmax)
         return x, ns
     if owned:
-        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma)
+        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, pw, 0, cmax)
         return x, 0
     if is_int:
         x, _, _, ns = update_i32(q, s, a, r, s2, (w >> 8) & 0xFF, term, is_q, draw, eps, alpha,
@@ -229,17 +282,21 @@ def _build(variant: Variant):
     OWNED = variant.owned
 
     @njit(nogil=True, cache=True)
-    def partitions(words, rewards, lanes, rng, q, scalars, sat, v, own, lo, hi):
+    def partitions(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo, hi):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
         docs/design.md. ``v`` (S,) and ``own`` (P, 2): the broadcast values and the states
-        each partition alone holds (variant bootstrap ``owned``; ignored otherwise)."""
+        each partition alone holds; ``w`` (S, A): SARSA's target-policy weights (variant
+        bootstrap ``owned``; ignored otherwise)."""
         eps = scalars[P_EPS]
         frac = scalars[P_FRAC]
         stride = scalars[P_STRIDE]
         if IS_INT:
             alpha, gamma = learning_rates_i32(scalars)
+            cmax = np.int32(scalars[P_POLICY_MAX_FX]) if OWNED and not IS_Q else np.int32(0)
         else:
             alpha, gamma = learning_rates_f32(scalars)
+            cmax = (f32_scalar(scalars[P_POLICY_MAX32]) if OWNED and not IS_Q
+                    else np.float32(0.0))
         n_lanes = lanes.shape[1]
         for p in range(lo, hi):
             qp = q[p]
@@ -262,7 +319,8 @@ def _build(variant: Variant):
                     for _ in range(end - start):
                         j, c, o, x = next_index(SAMPLING, stride, start, end, c, o, x)
                         x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
-                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x)
+                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x, w,
+                                              cmax)
                         nsat += ns
                     xs[0] = x
                     continue
@@ -278,7 +336,8 @@ def _build(variant: Variant):
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
                         x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
-                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x)
+                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x, w,
+                                              cmax)
                         nsat += ns
                         if USES_RNG:
                             xs[t] = x
@@ -296,17 +355,25 @@ class CompiledVariant:
     loop: object
 
     def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
-                   threads: int | None = None, v=None, own=None) -> None:
+                   threads: int | None = None, v=None, own=None, w=None) -> None:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
         or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
         :func:`pimrl.learners.reference.record_words`' two views. Partitions run in parallel
         on ``threads`` threads (default: :func:`pimrl.parallel.threads`). Variants that
         bootstrap ``owned`` take ``v`` (S,) in the table's dtype and ``own`` (P, 2) state
-        ranges."""
+        ranges; their SARSA also ``w`` (S, A) target-policy weights in the table's dtype and
+        the policy_max words in ``scalars`` (PARAMS_WORDS long)."""
         if self.variant.owned and (v is None or own is None):
             raise ValueError(f"{self.variant.key} needs the broadcast values v and the owned "
                              f"state ranges own")
+        if self.variant.owned and self.variant.algo == "sarsa" and (
+                w is None or len(scalars) <= max(P_POLICY_MAX32, P_POLICY_MAX_FX)):
+            raise ValueError(f"{self.variant.key} needs the policy weights w and the "
+                             f"policy_max parameter words")
+        if w is None:
+            w = np.zeros((1, 1), q.dtype)
+        w = np.ascontiguousarray(w, dtype=q.dtype)
         if v is None:
             v = np.zeros(1, q.dtype)
         if own is None:
@@ -314,7 +381,7 @@ class CompiledVariant:
         v = np.ascontiguousarray(v, dtype=q.dtype)
         own = np.ascontiguousarray(own, dtype=np.int64)
         run_ranges(lambda lo, hi: self.loop(words, rewards, lanes, rng, q, scalars, sat, v, own,
-                                            lo, hi), lanes.shape[0], threads)
+                                            w, lo, hi), lanes.shape[0], threads)
 
 
 _COMPILED: dict = {}

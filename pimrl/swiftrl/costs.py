@@ -24,13 +24,16 @@ Q_FORMAT_PAIRS = 24.0
 
 
 def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
-                             n_actions: int, tasklets: int, count_visits: bool = False) -> dict:
+                             n_actions: int, tasklets: int, count_visits: bool = False,
+                             policy_value: bool = False) -> dict:
     """Instructions charged per counted event, for one kernel variant.
 
     The breakdown follows the C kernels line by line (docs/cost-model.md): record decode from
     WRAM, two row indices (s*A, s'*A: shift-and-add, A a compile-time constant), the max or the
     chosen action's load, the update arithmetic (soft float or saturating Q-format) and the
-    loop/cursor work of the sampling order.
+    loop/cursor work of the sampling order. ``policy_value``: every scanned entry also enters
+    a weighted sum (state-owned SARSA's policy value, docs/state-owned.md): a multiply and an
+    add per entry.
     """
     ops = hw.op_instructions
     # Record decode (8), two row indices s*A and s'*A (A is a compile-time constant in the C
@@ -40,6 +43,8 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
         bootstrap = ops["float_mul"] + ops["float_add"]          # gamma * m, r + .
         per_update += ops["float_sub"] + ops["float_mul"] + ops["float_add"]  # td, alpha * td, q +
         scan = 3.0 + ops["float_cmp"]                            # load, compare, branch, move
+        if policy_value:
+            scan += 1.0 + ops["float_mul"] + ops["float_add"]     # weight load, w * q, acc +
     else:
         # Q-format values are widened to 64 bits, which a 32-bit DPU handles in pairs: a
         # 64-bit add is add + addc, a bound check a compare-and-branch over both words (3).
@@ -52,6 +57,8 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
         # runtime counts them (docs/dpu-runtime.md, "Agreement with the numba path").
         per_update += sat_add + fx_mul + sat_add + Q_FORMAT_PAIRS
         scan = 3.0 + ops["int32_sub"]
+        if policy_value:
+            scan += 1.0 + fx_mul + 2.0                           # weight load, fx_mul, 64-bit add
     step = {"seq": 5.0, "str": 8.0, "ran": 6.0}[sampling]        # cursor, bounds, branch
     if count_visits:
         per_update += 3.0                                        # load, add, store
