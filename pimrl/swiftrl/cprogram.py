@@ -110,7 +110,8 @@ class SwiftRlCProgram(DpuRtProgram):
         """The numba path's instruction costs for this variant (for comparisons)."""
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
-                                             policy_value=self.bootstrap == "owned" and self.algo == "sarsa")
+                                             policy_value=(self.bootstrap == "owned"
+                                                           and self.algo == "sarsa"))
 
     def launch(self, alloc, slots) -> LaunchResult:
         result = super().launch(alloc, slots)

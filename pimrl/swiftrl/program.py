@@ -336,7 +336,7 @@ class RlProgram(DpuProgram):
     def costs(self, hw):
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
-                                             policy_value=self.variant.owned and self.algo == "sarsa")
+                                             policy_value=self.policy_weights)
 
     def check_params(self, params: np.ndarray) -> dict:
         """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
