@@ -107,34 +107,51 @@ static inline q_t row_max(const q_t *row)
 }
 
 #if OWNED_SARSA
-/* SARSA's bootstrap value under state ownership (docs/state-owned.md): the weighted sum of
- * the row, entry by entry from 0, then plus cmax times the row's max; one scan. */
+/* SARSA's bootstrap value under state ownership (docs/state-owned.md), one scan of the row:
+ * epsilon-greedy (eg) cmean * sum + cmax * max; logged the sum of w[k] * Q[s][k]. */
 #if SWIFTRL_DTYPE == SWIFTRL_INT32
-static inline q_t policy_value(const q_t *row, const q_t *w, q_t cmax, int frac, int64_t *sat)
+static inline q_t policy_value(const q_t *row, int eg, const q_t *w, q_t cmean, q_t cmax,
+                               int frac, int64_t *sat)
 {
     int64_t acc = 0;
-    q_t m = row[0];
-    for (int k = 0; k < N_ACTIONS; k++) {
-        if (row[k] > m)
-            m = row[k];
-        acc += fx_mul(w[k], row[k], frac, sat);
+    if (eg) {
+        q_t m = row[0];
+        for (int k = 0; k < N_ACTIONS; k++) {
+            if (row[k] > m)
+                m = row[k];
+            acc += row[k];
+        }
+        const int32_t tot = sat32(acc, sat);
+        const int64_t g1 = fx_mul(cmean, tot, frac, sat);
+        const int64_t g2 = fx_mul(cmax, m, frac, sat);
+        return sat32(g1 + g2, sat);
     }
-    return sat32(acc + fx_mul(cmax, m, frac, sat), sat);
+    for (int k = 0; k < N_ACTIONS; k++)
+        acc += fx_mul(w[k], row[k], frac, sat);
+    return sat32(acc, sat);
 }
 #else
-static inline q_t policy_value(const q_t *row, const q_t *w, q_t cmax, int frac, int64_t *sat)
+static inline q_t policy_value(const q_t *row, int eg, const q_t *w, q_t cmean, q_t cmax,
+                               int frac, int64_t *sat)
 {
     float acc = 0.0f;
-    q_t m = row[0];
     (void)frac, (void)sat;
+    if (eg) {
+        q_t m = row[0];
+        for (int k = 0; k < N_ACTIONS; k++) {
+            if (row[k] > m)
+                m = row[k];
+            acc = acc + row[k];
+        }
+        const float g1 = cmean * acc;
+        const float g2 = cmax * m;
+        return g1 + g2;
+    }
     for (int k = 0; k < N_ACTIONS; k++) {
-        if (row[k] > m)
-            m = row[k];
         const float p = w[k] * row[k];
         acc = acc + p;
     }
-    const float g = cmax * m;
-    return acc + g;
+    return acc;
 }
 #endif
 #endif
@@ -188,14 +205,18 @@ int main(void)
     const int64_t fresh_hi = own_hi - ((params.own_shared >> 1) & 1);
 #endif
 #if OWNED_SARSA && SWIFTRL_DTYPE == SWIFTRL_INT32
-    const q_t cmax = (q_t)params.policy_max_fx;
+    const q_t cmax = (q_t)params.policy_max_fx, cmean = (q_t)params.policy_mean_fx;
 #elif OWNED_SARSA
     union {
         int32_t i;
         float f;
-    } uc;
+    } uc, um;
     uc.i = (int32_t)params.policy_max_f32_bits;
-    const q_t cmax = uc.f;
+    um.i = (int32_t)params.policy_mean_f32_bits;
+    const q_t cmax = uc.f, cmean = um.f;
+#endif
+#if OWNED_SARSA
+    const int eg = params.sarsa_draw == SWIFTRL_NEXT_EPSILON_GREEDY;
 #endif
 #if OWNED_SARSA && SWIFTRL_DTYPE == SWIFTRL_INT32
     const int pv_frac = frac;
@@ -260,8 +281,8 @@ int main(void)
 #if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
                     if (s2 >= fresh_lo && s2 < fresh_hi) {
 #if OWNED_SARSA
-                        m = policy_value(q_table[s2], policy_weights[s2 - own_lo], cmax, pv_frac,
-                                         &n_sat);
+                        m = policy_value(q_table[s2], eg, policy_weights[s2 - own_lo], cmean,
+                                         cmax, pv_frac, &n_sat);
 #else
                         m = row_max(q_table[s2]);
 #endif
@@ -330,7 +351,7 @@ int main(void)
         for (int64_t st = own_lo; st < own_hi; st++)
 #if OWNED_SARSA
             v_out[2 * N_ACTIONS + (st - own_lo)] = policy_value(
-                q_table[st], policy_weights[st - own_lo], cmax, pv_frac, &n_sat);
+                q_table[st], eg, policy_weights[st - own_lo], cmean, cmax, pv_frac, &n_sat);
 #else
             v_out[2 * N_ACTIONS + (st - own_lo)] = row_max(q_table[st]);
 #endif

@@ -54,8 +54,10 @@ enum swiftrl_param_index {
     SWIFTRL_P_OWN_LO = 13, /* first state this DPU owns (bootstrap owned) */
     SWIFTRL_P_OWN_HI = 14, /* one past the last state this DPU owns (bootstrap owned) */
     SWIFTRL_P_OWN_SHARED = 15, /* bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU (bootstraps from the broadcast V, not the DPU's partial row) */
-    SWIFTRL_P_POLICY_MAX32 = 16, /* owned SARSA: the weight of max_a Q[s', a] in V(s'), float32 bits (1 - p for epsilon-greedy, 0 for logged) */
-    SWIFTRL_P_POLICY_MAX_FX = 17, /* owned SARSA: the same weight in Q format */
+    SWIFTRL_P_POLICY_MAX32 = 16, /* owned epsilon-greedy SARSA: the weight 1 - p of max_a Q[s', a] in V(s'), float32 bits */
+    SWIFTRL_P_POLICY_MAX_FX = 17, /* owned epsilon-greedy SARSA: the same weight in Q format */
+    SWIFTRL_P_POLICY_MEAN32 = 18, /* owned epsilon-greedy SARSA: the weight p / A of sum_a Q[s', a] in V(s'), float32 bits */
+    SWIFTRL_P_POLICY_MEAN_FX = 19, /* owned epsilon-greedy SARSA: the same weight in Q format */
 };
 
 #endif /* SWIFTRL_VARIANTS_H */

@@ -104,42 +104,59 @@ def test_policy_value_primitives_known_answers_and_numpy_agreement():
     from pimrl.learners.kernels import policy_value_f32, policy_value_i32
 
     q = np.array([[1.0, 4.0, 2.0]], np.float32)
-    w = np.array([[0.1, 0.1, 0.1]], np.float32)
-    v, scanned = policy_value_f32(q, 0, w, 0, np.float32(0.7))
-    # float32 steps in order: 0.1*1, +0.1*4, +0.1*2, then + 0.7*max
-    acc = np.float32(0)
-    for e in q[0]:
-        acc = np.float32(acc + np.float32(w[0, 0] * e))
-    assert v == np.float32(acc + np.float32(np.float32(0.7) * np.float32(4.0))) and scanned == 3
+    w = np.array([[0.25, 0.5, 0.25]], np.float32)
+    z = np.float32(0)
+    # Epsilon-greedy: float32(cmean * (1 + 4 + 2)) + float32(cmax * 4), cmean 0.1, cmax 0.7.
+    v, scanned = policy_value_f32(q, 0, True, w, 0, np.float32(0.1), np.float32(0.7))
+    assert v == np.float32(np.float32(np.float32(0.1) * np.float32(7))
+                           + np.float32(np.float32(0.7) * np.float32(4))) and scanned == 3
     assert v == pytest.approx(3.5, abs=1e-6)
-    # Q format (F = 8): w = 0.25 (64), cmax = 0.5 (128); rows 1.0, -2.0, 3.0.
+    # Logged: 0.25 * 1 + 0.5 * 4 + 0.25 * 2 (exact in float32).
+    assert policy_value_f32(q, 0, False, w, 0, z, z)[0] == 2.75
+    # Q format (F = 8): rows 1.0, -2.0, 3.0.
     qi = np.array([[256, -512, 768]], np.int32)
-    vi, _, nsat = policy_value_i32(qi, 0, np.full((1, 3), 64, np.int32), 0, np.int32(128), 8)
-    assert vi == 64 - 128 + 192 + 384 and nsat == 0            # 0.25*2 + 0.5*3 = 2.0
-    vi, _, nsat = policy_value_i32(np.array([[2**31 - 1] * 3], np.int32), 0,
-                                   np.full((1, 3), 256, np.int32), 0, np.int32(256), 8)
-    assert vi == 2**31 - 1 and nsat == 1                        # 4 x max: saturated once
+    wi = np.array([[64, 128, 64]], np.int32)                      # 0.25, 0.5, 0.25
+    vi, _, nsat = policy_value_i32(qi, 0, False, wi, 0, np.int32(0), np.int32(0), 8)
+    assert vi == 64 - 256 + 192 and nsat == 0                     # 0.25 - 1 + 0.75 = 0
+    vi, _, nsat = policy_value_i32(qi, 0, True, wi, 0, np.int32(64), np.int32(128), 8)
+    assert vi == 128 + 384 and nsat == 0                          # 0.25 * 2 + 0.5 * 3
+    big = np.array([[2**31 - 1] * 3], np.int32)
+    vi, _, nsat = policy_value_i32(big, 0, True, wi, 0, np.int32(256), np.int32(256), 8)
+    assert vi == 2**31 - 1 and nsat == 2             # the sum, then the sum of the two terms
     # The host's vectorised copy of the kernels' arithmetic agrees, extremes included.
+    from pimrl.learners.variants import (
+        P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX,
+    )
     rng = np.random.default_rng(0)
     rows = rng.normal(0, 50, (200, 5)).astype(np.float32)
     wf = rng.uniform(0, 0.3, (200, 5)).astype(np.float32)
-    expect = [policy_value_f32(rows, i, wf, i, np.float32(0.35))[0] for i in range(200)]
-    got = kernel_values(rows, wf, np.float32(0.35), "fp32", 8)
-    assert np.array_equal(got.view(np.uint32), np.array(expect, np.float32).view(np.uint32))
+    cm, cx = np.float32(0.02), np.float32(0.9)
+    words = {P_POLICY_MEAN32: int(cm.view(np.int32)), P_POLICY_MAX32: int(cx.view(np.int32))}
+    for eg, ww in ((True, None), (False, wf)):
+        expect = np.array([policy_value_f32(rows, i, eg, wf, i, cm, cx)[0] for i in range(200)],
+                          np.float32)
+        got = kernel_values(rows, "fp32", 8, words, ww)
+        assert np.array_equal(got.view(np.uint32), expect.view(np.uint32)), eg
     rows_i = rng.integers(-2**31, 2**31, (200, 5)).astype(np.int32)
     wi = rng.integers(0, 3 << 12, (200, 5)).astype(np.int32)
-    expect = [policy_value_i32(rows_i, i, wi, i, np.int32(5000), 12)[0] for i in range(200)]
-    assert np.array_equal(kernel_values(rows_i, wi, np.int32(5000), "int32", 12), expect)
+    words = {P_POLICY_MEAN_FX: 800, P_POLICY_MAX_FX: 3000}
+    for eg, ww in ((True, None), (False, wi)):
+        expect = [policy_value_i32(rows_i, i, eg, wi, i, np.int32(800), np.int32(3000), 12)[0]
+                  for i in range(200)]
+        assert np.array_equal(kernel_values(rows_i, "int32", 12, words, ww), expect), eg
 
 
 def test_target_policy_weights():
     rec = records_of(np.array([0, 0, 0, 2]), np.array([1, 1, 0, 2]))
     logged = policy_weights(rec, 3, 3, LearnerParams(algo="sarsa"))
-    assert logged.cmax == 0.0
+    assert not logged.uniform
     np.testing.assert_array_equal(logged.w, [[1 / 3, 2 / 3, 0], [0, 0, 0], [0, 0, 1]])
     eg = policy_weights(rec, 3, 3, LearnerParams(algo="sarsa", next_action="epsilon-greedy",
                                                  epsilon=0.25))
-    assert eg.cmax == 0.75 and np.all(eg.w == 0.25 / 3)         # floor(0.25 * 2^32) / 2^32
+    assert eg.uniform and eg.cmax == 0.75 and eg.cmean == 0.25 / 3   # floor(0.25 * 2^32) / 2^32
+    rows = np.array([[1.0, 4.0, 2.0]])
+    assert eg.values(rows, np.array([0]))[0] == pytest.approx(0.75 * 4 + 0.25 * 7 / 3)
+    assert logged.values(rows, np.array([0]))[0] == pytest.approx(1 / 3 + 8 / 3)
     assert policy_weights(rec, 3, 3, LearnerParams()) is None    # Q-learning: the max
 
 
@@ -224,10 +241,10 @@ def test_owned_bootstrap_differs_from_own_table_and_learns_the_chain():
 def test_variant_registry_entry():
     v = get_variant("q-fp32-seq@owned")
     assert v.owned and v.key == "q-fp32-seq@owned" and v.c_defines()["SWIFTRL_BOOTSTRAP"] == 1
-    # Owned SARSA draws nothing: one kernel for both next-action modes.
+    # Owned SARSA draws nothing; its next action names the target policy it evaluates.
     s = Variant("sarsa", bootstrap="owned", next_action="epsilon-greedy")
-    assert s == Variant("sarsa", bootstrap="owned") and not s.uses_rng
-    assert s.key == "sarsa-fp32-seq@owned"
+    assert s.epsilon_greedy and not s.draws_next_action and not s.uses_rng
+    assert s.key == "sarsa-fp32-seq+epsilon-greedy@owned" and get_variant(s.key) == s
     assert parse_aggregate("own:5").label == "own:5"
     with pytest.raises(ValueError, match="own:R"):
         parse_aggregate("own:0")

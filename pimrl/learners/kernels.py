@@ -21,7 +21,7 @@ from numba import njit
 from pimrl.learners.fixedpoint import INT32_MAX, INT32_MIN
 from pimrl.learners.variants import (
     P_ALPHA32, P_ALPHA_FX, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_POLICY_MAX32,
-    P_POLICY_MAX_FX, P_STRIDE, Variant,
+    P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_STRIDE, Variant,
 )
 from pimrl.parallel import run_ranges
 from pimrl.rng import below, xorshift32
@@ -112,40 +112,53 @@ def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
 
 
 @njit(cache=True, inline="always")
-def policy_value_f32(q, s, w, k, cmax):
-    """SARSA's bootstrap value under state ownership (docs/state-owned.md), FP32: with
-    ``w[k]`` the target policy's weights of the actions at ``s`` and ``cmax`` the weight of
-    its greedy action, ``acc = sum_a float32(w[k, a] * Q[s, a])`` (from +0, a = 0, 1, ...,
-    each step rounded to float32), then ``float32(acc + float32(cmax * max_a Q[s, a]))``:
-    (value, entries scanned). One scan of the row."""
+def policy_value_f32(q, s, eg, w, k, cmean, cmax):
+    """SARSA's bootstrap value under state ownership (docs/state-owned.md), FP32, one scan of
+    the row. Epsilon-greedy (``eg``): ``sum = Q[s, 0] + Q[s, 1] + ...`` (from +0, each step
+    rounded to float32), then ``float32(float32(cmean * sum) + float32(cmax * max_a Q[s, a]))``
+    with ``cmean = p / A``, ``cmax = 1 - p``. Logged: ``sum_a float32(w[k, a] * Q[s, a])``
+    (from +0, in action order, each step rounded), ``w[k]`` the behaviour policy's action
+    frequencies at ``s``: (value, entries scanned)."""
     acc = np.float32(0.0)
-    m = q[s, 0]
+    if eg:
+        m = q[s, 0]
+        for a in range(q.shape[1]):
+            e = q[s, a]
+            if e > m:
+                m = e
+            acc = np.float32(acc + e)
+        return np.float32(np.float32(cmean * acc) + np.float32(cmax * m)), q.shape[1]
     for a in range(q.shape[1]):
-        e = q[s, a]
-        if e > m:
-            m = e
-        acc = np.float32(acc + np.float32(w[k, a] * e))
-    return np.float32(acc + np.float32(cmax * m)), q.shape[1]
+        acc = np.float32(acc + np.float32(w[k, a] * q[s, a]))
+    return acc, q.shape[1]
 
 
 @njit(cache=True, inline="always")
-def policy_value_i32(q, s, w, k, cmax, frac):
-    """:func:`policy_value_f32` in Q format: ``acc = sum_a fx_mul(w[k, a], Q[s, a])`` in
-    int64 (each product rounded half up and saturated), then ``sat32(acc + fx_mul(cmax,
-    max_a Q[s, a]))``: (value, entries scanned, saturations)."""
+def policy_value_i32(q, s, eg, w, k, cmean, cmax, frac):
+    """:func:`policy_value_f32` in Q format. Epsilon-greedy: the row's sum in int64,
+    saturated to int32, then ``sat32(fx_mul(cmean, sum) + fx_mul(cmax, max))``. Logged:
+    ``sat32(sum_a fx_mul(w[k, a], Q[s, a]))``, the products summed in int64: (value, entries
+    scanned, saturations)."""
     acc = np.int64(0)
     nsat = 0
-    m = q[s, 0]
+    if eg:
+        m = q[s, 0]
+        for a in range(q.shape[1]):
+            e = q[s, a]
+            if e > m:
+                m = e
+            acc += np.int64(e)
+        tot, f0 = sat32(acc)
+        g1, f1 = fx_mul(cmean, tot, frac)
+        g2, f2 = fx_mul(cmax, m, frac)
+        val, f3 = sat32(np.int64(g1) + np.int64(g2))
+        return val, q.shape[1], f0 + f1 + f2 + f3
     for a in range(q.shape[1]):
-        e = q[s, a]
-        if e > m:
-            m = e
-        p, f = fx_mul(w[k, a], e, frac)
-        acc += np.int64(p)
+        g, f = fx_mul(w[k, a], q[s, a], frac)
+        acc += np.int64(g)
         nsat += f
-    g, f1 = fx_mul(cmax, m, frac)
-    val, f2 = sat32(acc + np.int64(g))
-    return val, q.shape[1], nsat + f1 + f2
+    val, f = sat32(acc)
+    return val, q.shape[1], nsat + f
 
 
 @njit(cache=True, inline="always")
@@ -160,10 +173,11 @@ def owned_value(q, v, own_lo, own_hi, s2):
 
 
 @njit(cache=True, inline="always")
-def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, w, w_lo, cmax):
+def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, eg, w, w_lo,
+                     cmean, cmax):
     """One FP32 update bootstrapping through :func:`owned_value` (Q-learning) or, for SARSA
-    (``is_q`` false), from :func:`policy_value_f32` of its fresh rows (weights ``w[s2 -
-    w_lo]``) and ``v`` for the others: scanned."""
+    (``is_q`` false), from :func:`policy_value_f32` of its fresh rows (logged weights
+    ``w[s2 - w_lo]``) and ``v`` for the others: scanned."""
     scanned = 0
     if term:
         target = r
@@ -171,7 +185,7 @@ def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q
         if is_q:
             m, scanned = owned_value(q, v, own_lo, own_hi, s2)
         elif s2 >= own_lo and s2 < own_hi:
-            m, scanned = policy_value_f32(q, s2, w, s2 - w_lo, cmax)
+            m, scanned = policy_value_f32(q, s2, eg, w, s2 - w_lo, cmean, cmax)
         else:
             m = v[s2]
         target = np.float32(r + np.float32(gamma * m))
@@ -181,8 +195,8 @@ def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q
 
 
 @njit(cache=True, inline="always")
-def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac, is_q, w, w_lo,
-                     cmax):
+def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac, is_q, eg, w,
+                     w_lo, cmean, cmax):
     """One INT32 update bootstrapping as :func:`update_f32_owned` does (SARSA through
     :func:`policy_value_i32`): (scanned, saturations)."""
     scanned = nsat = 0
@@ -192,7 +206,7 @@ def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac
         if is_q:
             m, scanned = owned_value(q, v, own_lo, own_hi, s2)
         elif s2 >= own_lo and s2 < own_hi:
-            m, scanned, nsat = policy_value_i32(q, s2, w, s2 - w_lo, cmax, frac)
+            m, scanned, nsat = policy_value_i32(q, s2, eg, w, s2 - w_lo, cmean, cmax, frac)
         else:
             m = v[s2]
         g, f1 = fx_mul(gamma, m, frac)
@@ -235,19 +249,21 @@ def f32_scalar(bits):
 
 @njit(cache=True, inline="always")
 def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, draw, eps,
-                  alpha, gamma, frac, x, pw, cmax):
+                  alpha, gamma, frac, x, pw, cmean, cmax):
     """The update of record ``j`` (its 16 bytes as four words, docs/design.md), by the
-    variant's flags (compile-time constants in every caller), ``pw`` and ``cmax`` owned SARSA's
-    policy weights: (new rng state, saturations)."""
+    variant's flags (compile-time constants in every caller; for owned SARSA ``draw`` says
+    epsilon-greedy), ``pw``, ``cmean`` and ``cmax`` owned SARSA's policy weights: (new rng
+    state, saturations)."""
     w = words[j, 3]
     s, a, r, s2 = words[j, 0], w & 0xFF, rewards[j, 2], words[j, 1]
     term = (w & 0xFF0000) != 0
     if owned and is_int:
         _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac,
-                                 is_q, pw, 0, cmax)
+                                 is_q, draw, pw, 0, cmean, cmax)
         return x, ns
     if owned:
-        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, pw, 0, cmax)
+        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, draw,
+                         pw, 0, cmean, cmax)
         return x, 0
     if is_int:
         x, _, _, ns = update_i32(q, s, a, r, s2, (w >> 8) & 0xFF, term, is_q, draw, eps, alpha,
@@ -276,7 +292,7 @@ def learning_rates_i32(scalars):
 def _build(variant: Variant):
     IS_INT = variant.is_int
     IS_Q = variant.algo == "q"
-    DRAW = variant.draws_next_action
+    DRAW = variant.epsilon_greedy        # owned: its expected value, else a drawn b'
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
     USES_RNG = variant.uses_rng
     OWNED = variant.owned
@@ -292,11 +308,12 @@ def _build(variant: Variant):
         stride = scalars[P_STRIDE]
         if IS_INT:
             alpha, gamma = learning_rates_i32(scalars)
-            cmax = np.int32(scalars[P_POLICY_MAX_FX]) if OWNED and not IS_Q else np.int32(0)
+            cmax = np.int32(scalars[P_POLICY_MAX_FX]) if OWNED and DRAW else np.int32(0)
+            cmean = np.int32(scalars[P_POLICY_MEAN_FX]) if OWNED and DRAW else np.int32(0)
         else:
             alpha, gamma = learning_rates_f32(scalars)
-            cmax = (f32_scalar(scalars[P_POLICY_MAX32]) if OWNED and not IS_Q
-                    else np.float32(0.0))
+            cmax = f32_scalar(scalars[P_POLICY_MAX32]) if OWNED and DRAW else np.float32(0.0)
+            cmean = f32_scalar(scalars[P_POLICY_MEAN32]) if OWNED and DRAW else np.float32(0.0)
         n_lanes = lanes.shape[1]
         for p in range(lo, hi):
             qp = q[p]
@@ -320,7 +337,7 @@ def _build(variant: Variant):
                         j, c, o, x = next_index(SAMPLING, stride, start, end, c, o, x)
                         x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
                                               OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x, w,
-                                              cmax)
+                                              cmean, cmax)
                         nsat += ns
                     xs[0] = x
                     continue
@@ -337,7 +354,7 @@ def _build(variant: Variant):
                                                               off[t], x)
                         x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
                                               OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x, w,
-                                              cmax)
+                                              cmean, cmax)
                         nsat += ns
                         if USES_RNG:
                             xs[t] = x
@@ -362,15 +379,16 @@ class CompiledVariant:
         :func:`pimrl.learners.reference.record_words`' two views. Partitions run in parallel
         on ``threads`` threads (default: :func:`pimrl.parallel.threads`). Variants that
         bootstrap ``owned`` take ``v`` (S,) in the table's dtype and ``own`` (P, 2) state
-        ranges; their SARSA also ``w`` (S, A) target-policy weights in the table's dtype and
-        the policy_max words in ``scalars`` (PARAMS_WORDS long)."""
+        ranges; their SARSA also ``scalars`` PARAMS_WORDS long (the policy words) and, with
+        the logged next action, ``w`` (S, A) action frequencies in the table's dtype."""
         if self.variant.owned and (v is None or own is None):
             raise ValueError(f"{self.variant.key} needs the broadcast values v and the owned "
                              f"state ranges own")
         if self.variant.owned and self.variant.algo == "sarsa" and (
-                w is None or len(scalars) <= max(P_POLICY_MAX32, P_POLICY_MAX_FX)):
-            raise ValueError(f"{self.variant.key} needs the policy weights w and the "
-                             f"policy_max parameter words")
+                (w is None and not self.variant.epsilon_greedy)
+                or len(scalars) <= max(P_POLICY_MAX_FX, P_POLICY_MEAN_FX)):
+            raise ValueError(f"{self.variant.key} needs the policy parameter words (and, "
+                             f"logged, the policy weights w)")
         if w is None:
             w = np.zeros((1, 1), q.dtype)
         w = np.ascontiguousarray(w, dtype=q.dtype)

@@ -106,12 +106,14 @@ class SwiftRlCProgram(DpuRtProgram):
                 f"{block_bytes} B DMA buffers and stacks need "
                 f"{self.wram_used + tasklets * block_bytes} B; WRAM holds {hardware.wram_bytes} B")
 
-    def costs(self, hw):
+    def costs(self, hw, next_action: str = "logged"):
         """The numba path's instruction costs for this variant (for comparisons)."""
+        pv = None
+        if self.bootstrap == "owned" and self.algo == "sarsa":
+            pv = "uniform" if next_action == "epsilon-greedy" else "weighted"
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
-                                             policy_value=(self.bootstrap == "owned"
-                                                           and self.algo == "sarsa"))
+                                             policy_value=pv)
 
     def launch(self, alloc, slots) -> LaunchResult:
         result = super().launch(alloc, slots)

@@ -34,7 +34,7 @@ from pimrl.learners.kernels import compiled
 from pimrl.learners.reference import record_words
 from pimrl.learners.variants import (
     P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, P_POLICY_MAX32, P_POLICY_MAX_FX,
-    PARAMS_WORDS,
+    P_POLICY_MEAN32, P_POLICY_MEAN_FX, PARAMS_WORDS,
 )
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim import cost
@@ -128,27 +128,34 @@ def merge_edges(plan: OwnerPlan, edges: np.ndarray, n_states: int, scale: float)
 @dataclass(frozen=True)
 class TargetPolicy:
     """SARSA's target policy under state ownership, as the weights of its expected value
-    ``V(s) = cmax * max_a Q(s, a) + sum_a w[s, a] Q(s, a)`` (docs/state-owned.md), exact
-    (float64): epsilon-greedy ``cmax = 1 - p``, ``w = p / A`` with ``p = eps_threshold /
-    2^32`` (the kernels' draw); logged ``cmax = 0``, ``w[s] = n(s, .) / n(s)``, the dataset's
-    action frequencies at ``s`` (zero where ``s`` has no transitions)."""
+    (docs/state-owned.md), exact (float64). Epsilon-greedy (``uniform``):
+    ``V(s) = cmean * sum_a Q(s, a) + cmax * max_a Q(s, a)`` with ``cmax = 1 - p``,
+    ``cmean = p / A``, ``p = eps_threshold / 2^32`` (the kernels' draw). Logged:
+    ``V(s) = sum_a w[s, a] Q(s, a)``, ``w[s]`` the dataset's action frequencies at ``s`` (zero
+    where ``s`` has no transitions)."""
 
-    w: np.ndarray
-    cmax: float
+    uniform: bool
+    w: np.ndarray | None = None
+    cmean: float = 0.0
+    cmax: float = 0.0
 
-    def raw(self, dtype: str, frac_bits: int):
-        """(w (S, A), cmax) rounded once to the kernel's dtype, as the kernels read them."""
-        return (float_to_raw(self.w, dtype, frac_bits),
-                float_to_raw(np.array([self.cmax]), dtype, frac_bits)[0])
+    def raw_weights(self, dtype: str, frac_bits: int):
+        """``w`` (S, A) rounded once to the kernel's dtype (None when uniform)."""
+        return None if self.uniform else float_to_raw(self.w, dtype, frac_bits)
 
     def param_words(self, frac_bits: int) -> dict:
-        """{parameter word index: value}: ``policy_max`` as float32 bits and in Q format."""
-        return {P_POLICY_MAX32: int(np.float32(self.cmax).view(np.int32)),
-                P_POLICY_MAX_FX: fixedpoint.to_fixed_scalar(self.cmax, frac_bits, "policy_max")}
+        """{parameter word index: value}: ``cmax`` and ``cmean`` as float32 bits and in Q
+        format (zero for the logged policy)."""
+        f32 = lambda x: int(np.float32(x).view(np.int32))        # noqa: E731
+        fx = lambda x, n: fixedpoint.to_fixed_scalar(x, frac_bits, n)  # noqa: E731
+        return {P_POLICY_MAX32: f32(self.cmax), P_POLICY_MAX_FX: fx(self.cmax, "policy_max"),
+                P_POLICY_MEAN32: f32(self.cmean), P_POLICY_MEAN_FX: fx(self.cmean, "policy_mean")}
 
     def values(self, rows: np.ndarray, states: np.ndarray) -> np.ndarray:
         """V (float64) of ``rows`` (n, A) of ``states`` (n,), exactly (the host's merge)."""
-        return self.cmax * rows.max(axis=1) + (self.w[states] * rows).sum(axis=1)
+        if self.uniform:
+            return self.cmean * rows.sum(axis=1) + self.cmax * rows.max(axis=1)
+        return (self.w[states] * rows).sum(axis=1)
 
 
 def policy_weights(records, n_states: int, n_actions: int, params) -> TargetPolicy | None:
@@ -157,39 +164,51 @@ def policy_weights(records, n_states: int, n_actions: int, params) -> TargetPoli
         return None
     if params.next_action == "epsilon-greedy":
         pe = epsilon_threshold(params.epsilon) / 2.0**32
-        return TargetPolicy(np.full((n_states, n_actions), pe / n_actions), 1.0 - pe)
+        return TargetPolicy(True, cmean=pe / n_actions, cmax=1.0 - pe)
     counts = np.bincount(np.asarray(records["state"], np.int64) * n_actions
                          + np.asarray(records["action"], np.int64),
                          minlength=n_states * n_actions).reshape(n_states, n_actions)
     total = counts.sum(axis=1, keepdims=True)
-    return TargetPolicy(counts / np.where(total > 0, total, 1), 0.0)
+    return TargetPolicy(False, w=counts / np.where(total > 0, total, 1))
 
 
-def kernel_values(rows: np.ndarray, w: np.ndarray, cmax, dtype: str, frac_bits: int):
-    """The kernels' value of each row of ``rows`` (..., A) raw: Q-learning's max (``w`` None,
-    first of equals), or SARSA's policy value with raw weights ``w`` (..., A) and ``cmax``
-    in the kernels' order of operations (docs/state-owned.md). Vectorised numpy, an
-    independent check of the compiled primitives."""
+def kernel_values(rows: np.ndarray, dtype: str, frac_bits: int, words: dict | None = None,
+                  w: np.ndarray | None = None):
+    """The kernels' value of each row of ``rows`` (..., A) raw: Q-learning's max (``words``
+    None), or SARSA's policy value: epsilon-greedy from the parameter ``words``
+    (:meth:`TargetPolicy.param_words`), logged from the raw weights ``w`` (..., A), in the
+    kernels' order of operations (docs/state-owned.md). Vectorised numpy, an independent
+    check of the compiled primitives."""
     m = rows[..., 0]
     for a in range(1, rows.shape[-1]):
         m = np.where(rows[..., a] > m, rows[..., a], m)
-    if w is None:
+    if words is None:
         return m
+    lo, hi = fixedpoint.INT32_MIN, fixedpoint.INT32_MAX
     if dtype == "int32":
         def fx_mul(x, y):
-            prod = x.astype(np.int64) * y.astype(np.int64)
-            return np.clip((prod + (1 << (frac_bits - 1))) >> frac_bits,
-                           fixedpoint.INT32_MIN, fixedpoint.INT32_MAX)
+            prod = np.int64(x) * y.astype(np.int64) if np.ndim(x) == 0 else \
+                x.astype(np.int64) * y.astype(np.int64)
+            return np.clip((prod + (1 << (frac_bits - 1))) >> frac_bits, lo, hi)
 
-        acc = np.zeros(rows.shape[:-1], np.int64)
-        for a in range(rows.shape[-1]):
-            acc += fx_mul(w[..., a], rows[..., a])
-        return np.clip(acc + fx_mul(np.int32(cmax), m), fixedpoint.INT32_MIN,
-                       fixedpoint.INT32_MAX).astype(np.int32)
+        if w is None:
+            tot = np.clip(rows.astype(np.int64).sum(axis=-1), lo, hi)
+            v = fx_mul(words[P_POLICY_MEAN_FX], tot) + fx_mul(words[P_POLICY_MAX_FX], m)
+        else:
+            v = np.zeros(rows.shape[:-1], np.int64)
+            for a in range(rows.shape[-1]):
+                v += fx_mul(w[..., a], rows[..., a])
+        return np.clip(v, lo, hi).astype(np.int32)
     acc = np.zeros(rows.shape[:-1], np.float32)
+    if w is None:
+        bits = np.array([words[P_POLICY_MEAN32], words[P_POLICY_MAX32]], np.int32)
+        cmean, cmax = bits.view(np.float32)
+        for a in range(rows.shape[-1]):
+            acc = acc + rows[..., a]                    # float32: each step rounded
+        return cmean * acc + cmax * m
     for a in range(rows.shape[-1]):
-        acc = acc + (w[..., a] * rows[..., a])          # float32: each step rounded
-    return acc + np.float32(cmax) * m
+        acc = acc + (w[..., a] * rows[..., a])
+    return acc
 
 
 def build_values(plan: OwnerPlan, v_out: np.ndarray, merged: np.ndarray, v_prev: np.ndarray,
@@ -256,10 +275,11 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     scalars = np.zeros(PARAMS_WORDS, np.int64)
     scalars[: len(p.kernel_scalars())] = p.kernel_scalars()
     policy = policy_weights(records, n_states, n_actions, p)
-    w_raw = cmax_raw = None
+    w_raw = words = None
     if policy is not None:
-        w_raw, cmax_raw = policy.raw(p.dtype, p.frac_bits)
-        for i, word in policy.param_words(p.frac_bits).items():
+        w_raw = policy.raw_weights(p.dtype, p.frac_bits)
+        words = policy.param_words(p.frac_bits)
+        for i, word in words.items():
             scalars[i] = word
     for r, epochs in enumerate(np.diff(even_bounds(p.epochs, rounds))):
         sc = scalars.copy()
@@ -271,8 +291,8 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
             longest = plan.longest_range
             idx = np.minimum(plan.own[:, :1] + np.arange(longest)[None, :], n_states - 1)
             rows = q[d[:, None], idx]
-            v_out = kernel_values(rows, None if w_raw is None else w_raw[idx], cmax_raw,
-                                  p.dtype, p.frac_bits)
+            v_out = kernel_values(rows, p.dtype, p.frac_bits, words,
+                                  None if w_raw is None else w_raw[idx])
             v = _values_of(plan, edges, v_out, v, p, n_states, policy)
     return assemble_table(plan, q, p.dtype, p.frac_bits), q, plan
 
@@ -320,11 +340,13 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         params[:, P_OWN_SHARED] = plan.shared
         policy = policy_weights(records, n_states, n_actions, p)
         if policy is not None:
-            # SARSA's target policy: its max weight in params, and each DPU's rows of weights
-            # (its states from own_lo on) pushed once, with the data.
+            # SARSA's target policy: epsilon-greedy's two weights in params; the logged
+            # policy's action frequencies, each DPU the rows of its states from own_lo on,
+            # pushed once with the data.
             for i, word in policy.param_words(p.frac_bits).items():
                 params[:, i] = word
-            w_raw, _ = policy.raw(p.dtype, p.frac_bits)
+        if policy is not None and not policy.uniform:
+            w_raw = policy.raw_weights(p.dtype, p.frac_bits)
             idx = np.minimum(plan.own[:, :1] + np.arange(plan.longest_range)[None, :],
                              n_states - 1)
             rows = np.where((idx < plan.own[:, 1:])[:, :, None], w_raw[idx], 0)

@@ -31,7 +31,7 @@ from pimrl.learners.kernels import (
 )
 from pimrl.learners.variants import (
     P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
-    P_POLICY_MAX32, P_POLICY_MAX_FX, P_SAMPLING,
+    P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_SAMPLING,
     P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
@@ -64,8 +64,9 @@ def _build_kernel(variant: Variant, count_visits: bool):
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
     VISITS = bool(count_visits)
     USES_RNG = variant.uses_rng
-    CHECK_B = variant.algo == "sarsa" and not DRAW        # SARSA reads the logged next action
     OWNED = variant.owned
+    EG = variant.epsilon_greedy                           # owned SARSA's target policy
+    CHECK_B = variant.algo == "sarsa" and not DRAW and not OWNED    # reads the logged b
 
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
@@ -95,6 +96,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                 wt = row[off_w:off_w + 4 * nq].view(np.int32).reshape((n_states, n_actions))
                 alpha, gamma = learning_rates_i32(params)
                 cmax = np.int32(params[P_POLICY_MAX_FX])
+                cmean = np.int32(params[P_POLICY_MEAN_FX])
             else:
                 q = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
                 buf_r = row[off_buf:off_buf + buf_len].view(np.float32)
@@ -104,6 +106,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                 wt = row[off_w:off_w + 4 * nq].view(np.float32).reshape((n_states, n_actions))
                 alpha, gamma = learning_rates_f32(params)
                 cmax = f32_scalar(params[P_POLICY_MAX32])
+                cmean = f32_scalar(params[P_POLICY_MEAN32])
             own_lo, own_hi = params[P_OWN_LO], params[P_OWN_HI]
             fresh_lo = own_lo + (params[P_OWN_SHARED] & 1)        # rows no other DPU shares
             fresh_hi = own_hi - ((params[P_OWN_SHARED] >> 1) & 1)
@@ -203,12 +206,13 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         dr = 0
                         if OWNED and IS_INT:
                             sc, ns = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2],
-                                                      s2, term, alpha, gamma, frac, IS_Q, wt,
-                                                      own_lo, cmax)
+                                                      s2, term, alpha, gamma, frac, IS_Q, EG,
+                                                      wt, own_lo, cmean, cmax)
                             n_sat += ns
                         elif OWNED:
                             sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2], s2,
-                                                  term, alpha, gamma, IS_Q, wt, own_lo, cmax)
+                                                  term, alpha, gamma, IS_Q, EG, wt, own_lo,
+                                                  cmean, cmax)
                         elif IS_INT:
                             x, sc, dr, ns = update_i32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q,
                                                        DRAW, eps, alpha, gamma, frac, x)
@@ -247,10 +251,11 @@ def _build_kernel(variant: Variant, count_visits: bool):
                     if IS_Q:
                         _, m = row_max(q, st)
                     elif IS_INT:
-                        m, _, ns = policy_value_i32(q, st, wt, st - own_lo, cmax, frac)
+                        m, _, ns = policy_value_i32(q, st, EG, wt, st - own_lo, cmean, cmax,
+                                                    frac)
                         n_sat += ns
                     else:
-                        m, _ = policy_value_f32(q, st, wt, st - own_lo, cmax)
+                        m, _ = policy_value_f32(q, st, EG, wt, st - own_lo, cmean, cmax)
                     vout[st - own_lo] = m
                 n_scanned += (own_hi - own_lo) * n_actions
                 for k in range(n_actions):
@@ -333,10 +338,14 @@ class RlProgram(DpuProgram):
         self.symbols[DPU_MRAM_HEAP_POINTER_NAME] = Symbol(DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, mram)
         self.mram_used = 0
 
-    def costs(self, hw):
+    def costs(self, hw, next_action: str = "logged"):
+        """Instruction costs; owned SARSA's depend on its target policy (``next_action``, a
+        launch parameter)."""
+        pv = (("uniform" if next_action == "epsilon-greedy" else "weighted")
+              if self.policy_weights else None)
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
-                                             policy_value=self.policy_weights)
+                                             policy_value=pv)
 
     def check_params(self, params: np.ndarray) -> dict:
         """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
@@ -405,4 +414,8 @@ class RlProgram(DpuProgram):
                        f"the {self.n_states} x {self.n_actions} table")
                 faults.append((int(s), tasklet, why))
         cycles = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), self.tasklets)
+        if self.policy_weights and (params[:, P_SARSA_DRAW] != 0).any():
+            eg = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw, "epsilon-greedy"),
+                                     self.tasklets)
+            cycles = np.where(params[:, P_SARSA_DRAW] != 0, eg, cycles)
         return LaunchResult(cycles=cycles, faults=faults, counters=counters)
