@@ -342,14 +342,19 @@ def test_sarsa_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling, ne
     q_ref, raw_ref, _ = reference_owned(rec, S, A, p, 5, 3, 2)
     numba_tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2").fit(rec, S, A)
     for workers in (1, 2):
+        built = []
+
         def program(*a, **k):
-            return swiftrl.swiftrl_program(*a, workers=workers, **k)
+            built.append(swiftrl.swiftrl_program(*a, workers=workers, **k))
+            return built[-1]
 
         tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2", keep_dpu_tables=True,
                         kernel=program).fit(rec, S, A)
         assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), workers
         assert np.array_equal(tr.q_, q_ref)
         assert np.array_equal(tr.counters_, numba_tr.counters_)
+        # The cost model prices the policy value as the C kernel's instructions run.
+        assert swiftrl.model_agreement(built[0])["max_rel_diff"] < 0.06
 
 
 def test_tradeoff_table_picks_the_cheapest_run_that_keeps_the_optimum():
