@@ -161,6 +161,8 @@ def test_target_policy_weights():
 
 
 @pytest.mark.parametrize("dtype,sampling,next_action", [("fp32", "seq", "epsilon-greedy"),
+                                                        ("fp32", "seq", "logged"),
+                                                        ("int32", "ran", "epsilon-greedy"),
                                                         ("int32", "ran", "logged")])
 def test_sarsa_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling, next_action):
     rec = skewed_records()
