@@ -7,9 +7,10 @@
  * SWIFTRL_ALGO 0 Q-learning | 1 SARSA; SWIFTRL_DTYPE 0 FP32 | 1 INT32 (Q format);
  * SWIFTRL_SAMPLING 0 SEQ | 1 STR | 2 RAN; BLOCK_BYTES the DMA block (default 2048);
  * COUNT_VISITS 1 to count visits per (s, a) (for the visit-weighted aggregator);
- * SWIFTRL_BOOTSTRAP 1 (OWNED, Q-learning): state-owned learning, bootstrapping from the
- * DPU's own rows for the states of [params.own_lo, params.own_hi) it alone holds and from
- * v_table otherwise.
+ * SWIFTRL_BOOTSTRAP 1 (OWNED): state-owned learning, bootstrapping from the DPU's own rows
+ * for the states of [params.own_lo, params.own_hi) it alone holds and from v_table
+ * otherwise; SARSA then bootstraps from its target policy's expected value (policy_value,
+ * the weights in policy_weights and params.policy_max_*) and draws nothing.
  *
  * It follows docs/design.md exactly, as the simulator's built-in kernel
  * (pimrl/swiftrl/program.py) and the reference learner do: the DPU's records are split into
@@ -53,11 +54,12 @@
 #ifndef BLOCK_BYTES
 #define BLOCK_BYTES 2048
 #endif
-#if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED && SWIFTRL_ALGO != SWIFTRL_ALGO_Q
-#error "SWIFTRL_BOOTSTRAP_OWNED (state-owned learning) is for Q-learning only"
-#endif
+#define OWNED_SARSA (SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED && SWIFTRL_ALGO == SWIFTRL_ALGO_SARSA)
 #ifndef COUNT_VISITS
-#define COUNT_VISITS 1
+#define COUNT_VISITS (!OWNED_SARSA)
+#endif
+#if OWNED_SARSA && COUNT_VISITS
+#error "state-owned SARSA keeps its policy weights where visits would be: COUNT_VISITS=0"
 #endif
 
 #define RECORD_BYTES 16
@@ -77,7 +79,12 @@ __host swiftrl_params_t params;
 __host uint32_t rng_state[NR_TASKLETS];
 __host int64_t stats[SWIFTRL_N_COUNTERS];
 __host q_t q_table[N_STATES][N_ACTIONS];
+#if OWNED_SARSA
+/* Row k: the target policy's weight of each action at state own_lo + k (from the host). */
+__host q_t policy_weights[N_STATES][N_ACTIONS];
+#else
 __host uint32_t visits[N_STATES][N_ACTIONS];
+#endif
 #if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
 /* State-owned learning (docs/state-owned.md): the broadcast V(s') for states other DPUs
  * own; after the launch, rows own_lo and own_hi - 1 then V of the owned states. */
@@ -98,6 +105,56 @@ static inline q_t row_max(const q_t *row)
             m = row[k];
     return m;
 }
+
+#if OWNED_SARSA
+/* SARSA's bootstrap value under state ownership (docs/state-owned.md), one scan of the row:
+ * epsilon-greedy (eg) cmean * sum + cmax * max; logged the sum of w[k] * Q[s][k]. */
+#if SWIFTRL_DTYPE == SWIFTRL_INT32
+static inline q_t policy_value(const q_t *row, int eg, const q_t *w, q_t cmean, q_t cmax,
+                               int frac, int64_t *sat)
+{
+    int64_t acc = 0;
+    if (eg) {
+        q_t m = row[0];
+        for (int k = 0; k < N_ACTIONS; k++) {
+            if (row[k] > m)
+                m = row[k];
+            acc += row[k];
+        }
+        const int32_t tot = sat32(acc, sat);
+        const int64_t g1 = fx_mul(cmean, tot, frac, sat);
+        const int64_t g2 = fx_mul(cmax, m, frac, sat);
+        return sat32(g1 + g2, sat);
+    }
+    for (int k = 0; k < N_ACTIONS; k++)
+        acc += fx_mul(w[k], row[k], frac, sat);
+    return sat32(acc, sat);
+}
+#else
+static inline q_t policy_value(const q_t *row, int eg, const q_t *w, q_t cmean, q_t cmax,
+                               int frac, int64_t *sat)
+{
+    float acc = 0.0f;
+    (void)frac, (void)sat;
+    if (eg) {
+        q_t m = row[0];
+        for (int k = 0; k < N_ACTIONS; k++) {
+            if (row[k] > m)
+                m = row[k];
+            acc = acc + row[k];
+        }
+        const float g1 = cmean * acc;
+        const float g2 = cmax * m;
+        return g1 + g2;
+    }
+    for (int k = 0; k < N_ACTIONS; k++) {
+        const float p = w[k] * row[k];
+        acc = acc + p;
+    }
+    return acc;
+}
+#endif
+#endif
 
 int main(void)
 {
@@ -137,7 +194,7 @@ int main(void)
     ug.i = (int32_t)params.gamma_f32_bits;
     const float alpha = ua.f, gamma = ug.f;
 #endif
-#if SWIFTRL_ALGO == SWIFTRL_ALGO_SARSA
+#if SWIFTRL_ALGO == SWIFTRL_ALGO_SARSA && !OWNED_SARSA
     const int draw = params.sarsa_draw == SWIFTRL_NEXT_EPSILON_GREEDY;
     const uint64_t eps = (uint64_t)params.eps_threshold;
 #endif
@@ -146,6 +203,25 @@ int main(void)
     /* fresh rows only for the states no other DPU shares */
     const int64_t fresh_lo = own_lo + (params.own_shared & 1);
     const int64_t fresh_hi = own_hi - ((params.own_shared >> 1) & 1);
+#endif
+#if OWNED_SARSA && SWIFTRL_DTYPE == SWIFTRL_INT32
+    const q_t cmax = (q_t)params.policy_max_fx, cmean = (q_t)params.policy_mean_fx;
+#elif OWNED_SARSA
+    union {
+        int32_t i;
+        float f;
+    } uc, um;
+    uc.i = (int32_t)params.policy_max_f32_bits;
+    um.i = (int32_t)params.policy_mean_f32_bits;
+    const q_t cmax = uc.f, cmean = um.f;
+#endif
+#if OWNED_SARSA
+    const int eg = params.sarsa_draw == SWIFTRL_NEXT_EPSILON_GREEDY;
+#endif
+#if OWNED_SARSA && SWIFTRL_DTYPE == SWIFTRL_INT32
+    const int pv_frac = frac;
+#elif OWNED_SARSA
+    const int pv_frac = 0;
 #endif
     uint32_t rng = rng_state[t];
     int64_t n_updates = 0, n_terminal = 0, n_scanned = 0, n_rng = 0, n_below = 0;
@@ -204,7 +280,12 @@ int main(void)
                     q_t m;
 #if SWIFTRL_BOOTSTRAP == SWIFTRL_BOOTSTRAP_OWNED
                     if (s2 >= fresh_lo && s2 < fresh_hi) {
+#if OWNED_SARSA
+                        m = policy_value(q_table[s2], eg, policy_weights[s2 - own_lo], cmean,
+                                         cmax, pv_frac, &n_sat);
+#else
                         m = row_max(q_table[s2]);
+#endif
                         n_scanned += N_ACTIONS;
                     } else {
                         m = v_table[s2];
@@ -268,7 +349,12 @@ int main(void)
             v_out[N_ACTIONS + k] = q_table[own_hi - 1][k];
         }
         for (int64_t st = own_lo; st < own_hi; st++)
+#if OWNED_SARSA
+            v_out[2 * N_ACTIONS + (st - own_lo)] = policy_value(
+                q_table[st], eg, policy_weights[st - own_lo], cmean, cmax, pv_frac, &n_sat);
+#else
             v_out[2 * N_ACTIONS + (st - own_lo)] = row_max(q_table[st]);
+#endif
         n_scanned += (own_hi - own_lo) * N_ACTIONS;
     }
 #endif

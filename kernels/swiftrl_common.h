@@ -28,6 +28,10 @@
 #define SWIFTRL_SYM_V "v_table"        /* N_STATES: the broadcast V(s') (host -> DPU) */
 #define SWIFTRL_SYM_V_OUT "v_out"      /* 2 x N_ACTIONS + N_STATES (DPU -> host): rows own_lo
                                           and own_hi - 1, then V(own_lo .. own_hi - 1) */
+#define SWIFTRL_SYM_POLICY_W "policy_weights" /* SARSA only, in place of visits: N_STATES x
+                                          N_ACTIONS, row k the logged policy's action
+                                          frequencies at state own_lo + k (host -> DPU, before
+                                          the first launch) */
 
 /* One transition, 16 bytes, little-endian: dataset files (docs/dataset-format.md), host
  * memory and MRAM alike. For INT32 kernels the host rewrites `reward` as a Q-format int32
@@ -66,7 +70,11 @@ typedef struct swiftrl_params {
     int64_t own_lo;          /* SWIFTRL_BOOTSTRAP_OWNED: the states [own_lo, own_hi) */
     int64_t own_hi;          /* this DPU holds */
     int64_t own_shared;      /* bit 0: own_lo, bit 1: own_hi - 1 is shared with another DPU */
-    int64_t reserved[SWIFTRL_PARAMS_WORDS - 16];
+    int64_t policy_max_f32_bits; /* owned epsilon-greedy SARSA: weight of max_a Q[s'] in V(s') */
+    int64_t policy_max_fx;   /* the same weight in Q format */
+    int64_t policy_mean_f32_bits; /* owned epsilon-greedy SARSA: weight of sum_a Q[s'] in V(s') */
+    int64_t policy_mean_fx;  /* the same weight in Q format */
+    int64_t reserved[SWIFTRL_PARAMS_WORDS - 20];
 } swiftrl_params_t;
 
 /* WRAM symbol "stats": int64 work counters per DPU (pimrl.pim.cost.COUNTERS). */

@@ -31,7 +31,7 @@
 
 /* bootstrap: where a non-terminal update reads the value of s' (-DSWIFTRL_BOOTSTRAP=code) */
 #define SWIFTRL_BOOTSTRAP_TABLE 0 /* table: the DPU's own table, every state */
-#define SWIFTRL_BOOTSTRAP_OWNED 1 /* owned: own rows for the s' it alone holds, else the broadcast V[s'] (state-owned learning, --aggregate own:R; Q-learning only) */
+#define SWIFTRL_BOOTSTRAP_OWNED 1 /* owned: own rows for the s' it alone holds, else the broadcast V[s'] (state-owned learning, --aggregate own:R; SARSA bootstraps from the expected value of its target policy, drawing nothing) */
 #define SWIFTRL_BOOTSTRAP_NAMES "table", "owned" /* by code */
 #define SWIFTRL_N_BOOTSTRAPS 2
 
@@ -54,6 +54,10 @@ enum swiftrl_param_index {
     SWIFTRL_P_OWN_LO = 13, /* first state this DPU owns (bootstrap owned) */
     SWIFTRL_P_OWN_HI = 14, /* one past the last state this DPU owns (bootstrap owned) */
     SWIFTRL_P_OWN_SHARED = 15, /* bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU (bootstraps from the broadcast V, not the DPU's partial row) */
+    SWIFTRL_P_POLICY_MAX32 = 16, /* owned epsilon-greedy SARSA: the weight 1 - p of max_a Q[s', a] in V(s'), float32 bits */
+    SWIFTRL_P_POLICY_MAX_FX = 17, /* owned epsilon-greedy SARSA: the same weight in Q format */
+    SWIFTRL_P_POLICY_MEAN32 = 18, /* owned epsilon-greedy SARSA: the weight p / A of sum_a Q[s', a] in V(s'), float32 bits */
+    SWIFTRL_P_POLICY_MEAN_FX = 19, /* owned epsilon-greedy SARSA: the same weight in Q format */
 };
 
 #endif /* SWIFTRL_VARIANTS_H */

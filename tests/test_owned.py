@@ -1,6 +1,6 @@
-"""State-owned Q-learning (--aggregate own:R): the owner plan, the merge, bit-exactness of
-the reference, numba and C kernels at any thread count, the modelled latencies and time to
-quality (docs/state-owned.md)."""
+"""State-owned learning (--aggregate own:R), Q-learning and SARSA: the owner plan, the merge,
+SARSA's policy value, bit-exactness of the reference, numba and C kernels at any thread
+count, the modelled latencies and time to quality (docs/state-owned.md)."""
 import json
 
 import numba
@@ -17,7 +17,9 @@ from pimrl.learners.variants import Variant, get_variant
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.learners.aggregate import parse_aggregate
 from pimrl.pim.hardware import get_hardware
-from pimrl.swiftrl.owned import merge_edges, plan_owners, reference_owned
+from pimrl.swiftrl.owned import (
+    kernel_values, merge_edges, plan_owners, policy_weights, reference_owned,
+)
 from pimrl.swiftrl.trainer import PimTrainer
 
 S, A = 9, 3
@@ -97,6 +99,131 @@ def test_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling):
         assert np.array_equal(tr.q_, q_ref)
 
 
+# --------------------------------------------------------------------------- SARSA
+def test_policy_value_primitives_known_answers_and_numpy_agreement():
+    from pimrl.learners.kernels import policy_value_f32, policy_value_i32
+
+    q = np.array([[1.0, 4.0, 2.0]], np.float32)
+    w = np.array([[0.25, 0.5, 0.25]], np.float32)
+    z = np.float32(0)
+    # Epsilon-greedy: float32(cmean * (1 + 4 + 2)) + float32(cmax * 4), cmean 0.1, cmax 0.7.
+    v, scanned = policy_value_f32(q, 0, True, w, 0, np.float32(0.1), np.float32(0.7))
+    assert v == np.float32(np.float32(np.float32(0.1) * np.float32(7))
+                           + np.float32(np.float32(0.7) * np.float32(4))) and scanned == 3
+    assert v == pytest.approx(3.5, abs=1e-6)
+    # Logged: 0.25 * 1 + 0.5 * 4 + 0.25 * 2 (exact in float32).
+    assert policy_value_f32(q, 0, False, w, 0, z, z)[0] == 2.75
+    # Q format (F = 8): rows 1.0, -2.0, 3.0.
+    qi = np.array([[256, -512, 768]], np.int32)
+    wi = np.array([[64, 128, 64]], np.int32)                      # 0.25, 0.5, 0.25
+    vi, _, nsat = policy_value_i32(qi, 0, False, wi, 0, np.int32(0), np.int32(0), 8, 0)
+    assert vi == 64 - 256 + 192 and nsat == 0                     # 0.25 - 1 + 0.75 = 0
+    vi, _, nsat = policy_value_i32(qi, 0, True, wi, 0, np.int32(64), np.int32(128), 8, 0)
+    assert vi == 128 + 384 and nsat == 0                          # 0.25 * 2 + 0.5 * 3
+    big = np.array([[2**31 - 1] * 3], np.int32)
+    vi, _, nsat = policy_value_i32(big, 0, True, wi, 0, np.int32(256), np.int32(256), 8, 0)
+    assert vi == 2**31 - 1 and nsat == 2             # the sum, then the sum of the two terms
+    # The host's vectorised copy of the kernels' arithmetic agrees, extremes included.
+    from pimrl.learners.variants import (
+        P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX,
+    )
+    rng = np.random.default_rng(0)
+    rows = rng.normal(0, 50, (200, 5)).astype(np.float32)
+    wf = rng.uniform(0, 0.3, (200, 5)).astype(np.float32)
+    cm, cx = np.float32(0.02), np.float32(0.9)
+    words = {P_POLICY_MEAN32: int(cm.view(np.int32)), P_POLICY_MAX32: int(cx.view(np.int32))}
+    for eg, ww in ((True, None), (False, wf)):
+        expect = np.array([policy_value_f32(rows, i, eg, wf, i, cm, cx)[0] for i in range(200)],
+                          np.float32)
+        got = kernel_values(rows, "fp32", 8, words, ww)
+        assert np.array_equal(got.view(np.uint32), expect.view(np.uint32)), eg
+    rows_i = rng.integers(-2**31, 2**31, (200, 5)).astype(np.int32)
+    wi = rng.integers(0, 3 << 12, (200, 5)).astype(np.int32)
+    words = {P_POLICY_MEAN_FX: 800, P_POLICY_MAX_FX: 3000}
+    for eg, ww in ((True, None), (False, wi)):
+        expect = [policy_value_i32(rows_i, i, eg, wi, i, np.int32(800), np.int32(3000), 12, 0)[0]
+                  for i in range(200)]
+        assert np.array_equal(kernel_values(rows_i, "int32", 12, words, ww), expect), eg
+
+
+def test_target_policy_weights():
+    rec = records_of(np.array([0, 0, 0, 2]), np.array([1, 1, 0, 2]))
+    logged = policy_weights(rec, 3, 3, LearnerParams(algo="sarsa"))
+    assert not logged.uniform
+    np.testing.assert_array_equal(logged.w, [[1 / 3, 2 / 3, 0], [0, 0, 0], [0, 0, 1]])
+    eg = policy_weights(rec, 3, 3, LearnerParams(algo="sarsa", next_action="epsilon-greedy",
+                                                 epsilon=0.25))
+    assert eg.uniform and eg.cmax == 0.75 and eg.cmean == 0.25 / 3   # floor(0.25 * 2^32) / 2^32
+    rows = np.array([[1.0, 4.0, 2.0]])
+    assert eg.values(rows, np.array([0]))[0] == pytest.approx(0.75 * 4 + 0.25 * 7 / 3)
+    assert logged.values(rows, np.array([0]))[0] == pytest.approx(1 / 3 + 8 / 3)
+    assert policy_weights(rec, 3, 3, LearnerParams()) is None    # Q-learning: the max
+
+
+@pytest.mark.parametrize("dtype,sampling,next_action", [("fp32", "seq", "epsilon-greedy"),
+                                                        ("fp32", "seq", "logged"),
+                                                        ("int32", "ran", "epsilon-greedy"),
+                                                        ("int32", "ran", "logged")])
+def test_sarsa_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling, next_action):
+    rec = skewed_records()
+    p = LearnerParams(algo="sarsa", epochs=6, dtype=dtype, sampling=sampling,
+                      next_action=next_action, epsilon=0.3)
+    q_ref, raw_ref, plan = reference_owned(rec, S, A, p, 7, 3, 3)
+    assert plan.split[4]
+    tables = []
+    for threads in (1, 2):
+        numba.set_num_threads(threads)
+        try:
+            tr = PimTrainer(p, n_dpus=7, tasklets=3, aggregate="own:3",
+                            keep_dpu_tables=True).fit(rec, S, A)
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), threads
+        assert np.array_equal(tr.q_, q_ref)
+        tables.append(tr.q_)
+    # The other next-action mode learns another table (the weights differ).
+    other = "logged" if next_action == "epsilon-greedy" else "epsilon-greedy"
+    q_other, _, _ = reference_owned(rec, S, A, LearnerParams(
+        algo="sarsa", epochs=6, dtype=dtype, sampling=sampling, next_action=other,
+        epsilon=0.3), 7, 3, 3)
+    assert not np.allclose(q_other, q_ref)
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int32"])
+def test_sarsa_with_epsilon_zero_is_owned_q_learning(dtype):
+    """Epsilon-greedy with epsilon 0 is greedy: V = 1 * max + 0 * sum, Q-learning's value."""
+    rec = skewed_records(600)
+    kw = dict(epochs=4, dtype=dtype, sampling="seq" if dtype == "fp32" else "ran")
+    q_sarsa, _, _ = reference_owned(rec, S, A, LearnerParams(
+        algo="sarsa", next_action="epsilon-greedy", epsilon=0.0, **kw), 5, 2, 3)
+    q_q, _, _ = reference_owned(rec, S, A, LearnerParams(**kw), 5, 2, 3)
+    assert np.array_equal(q_sarsa, q_q)
+
+
+def test_sarsa_chain_learns_its_target_policys_values():
+    """States 0 -> 1 -> 2 -> 3, one per DPU; state 3 ends the episode with reward 1 for action
+    0 and 0 for action 1, logged 3 : 1. Rewards elsewhere are zero, so every value is a power of
+    gamma times V(3): 0.75 for the logged policy, 1 - p/2 for epsilon-greedy, 1 for
+    Q-learning."""
+    n = 40
+    rec = np.zeros(4 * n, TRANSITION_DTYPE)
+    rec["state"] = np.repeat(np.arange(4), n)
+    rec["next_state"] = np.minimum(rec["state"] + 1, 3)
+    rec["action"] = np.tile([0, 0, 0, 1], n)
+    rec["next_action"] = rec["action"]
+    rec["terminated"] = rec["state"] == 3
+    rec["reward"] = np.where(rec["terminated"] & (rec["action"] == 0), 1.0, 0.0)
+    gamma = 0.5
+    for algo, na, v3 in (("sarsa", "logged", 0.75), ("sarsa", "epsilon-greedy", 1 - 0.2 / 2),
+                         ("q", "logged", 1.0)):
+        p = LearnerParams(algo=algo, next_action=na, epsilon=0.2, epochs=12, alpha=0.5,
+                          gamma=gamma)
+        q = PimTrainer(p, n_dpus=4, tasklets=1, aggregate="own:6").fit(rec, 4, 2).q_
+        np.testing.assert_allclose(q[3], [1.0, 0.0], atol=1e-6)
+        for s in range(3):
+            np.testing.assert_allclose(q[s], gamma ** (3 - s) * v3, rtol=1e-4, err_msg=f"{na} {s}")
+
+
 def test_owned_bootstrap_differs_from_own_table_and_learns_the_chain():
     """A 5-state chain 0 -> 1 -> ... -> 4 (terminal, reward 1), one state per DPU: the value
     crosses one DPU per round, so the start's greedy value after R rounds is known."""
@@ -116,8 +243,10 @@ def test_owned_bootstrap_differs_from_own_table_and_learns_the_chain():
 def test_variant_registry_entry():
     v = get_variant("q-fp32-seq@owned")
     assert v.owned and v.key == "q-fp32-seq@owned" and v.c_defines()["SWIFTRL_BOOTSTRAP"] == 1
-    with pytest.raises(ValueError, match="Q-learning only"):
-        Variant("sarsa", bootstrap="owned")
+    # Owned SARSA draws nothing; its next action names the target policy it evaluates.
+    s = Variant("sarsa", bootstrap="owned", next_action="epsilon-greedy")
+    assert s.epsilon_greedy and not s.draws_next_action and not s.uses_rng
+    assert s.key == "sarsa-fp32-seq+epsilon-greedy@owned" and get_variant(s.key) == s
     assert parse_aggregate("own:5").label == "own:5"
     with pytest.raises(ValueError, match="own:R"):
         parse_aggregate("own:0")
@@ -161,7 +290,7 @@ def test_tolerance():
     assert not reaches_optimum(0.71, 0.71, 0.7298, 0.7298)
 
 
-def test_cli_reports_time_to_quality_and_rejects_sarsa(capsys):
+def test_cli_reports_time_to_quality_and_runs_sarsa(capsys):
     args = ["train", "--env", "CliffWalking-v1", "--transitions", "5000", "--backend", "pim",
             "--dpus", "4", "--tasklets", "2", "--epochs", "4", "--aggregate", "own:4"]
     assert main(args + ["--json"]) == 0
@@ -169,8 +298,9 @@ def test_cli_reports_time_to_quality_and_rejects_sarsa(capsys):
     assert len(run["rounds"]) == 4 and "quality_tolerance" in run
     assert main(args) == 0
     assert "time to quality" in capsys.readouterr().out
-    assert main(args + ["--algo", "sarsa"]) == 2
-    assert "Q-learning only" in capsys.readouterr().err
+    assert main(args + ["--algo", "sarsa", "--next-action", "epsilon-greedy", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert len(run["rounds"]) == 4
 
 
 def _have_dpurt():
@@ -200,6 +330,33 @@ def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
         assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), workers
         assert np.array_equal(tr.q_, q_ref)
         assert np.array_equal(tr.counters_, numba_tr.counters_)    # the same counted work
+
+
+@pytest.mark.skipif(not _have_dpurt(), reason="the DPU runtime needs gcc on x86-64 Linux")
+@pytest.mark.parametrize("dtype,sampling,next_action", [("fp32", "ran", "epsilon-greedy"),
+                                                        ("int32", "seq", "logged")])
+def test_sarsa_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling, next_action):
+    from pimrl.swiftrl import cprogram as swiftrl
+
+    rec = skewed_records(400)
+    p = LearnerParams(algo="sarsa", epochs=4, dtype=dtype, sampling=sampling,
+                      next_action=next_action, epsilon=0.3)
+    q_ref, raw_ref, _ = reference_owned(rec, S, A, p, 5, 3, 2)
+    numba_tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2").fit(rec, S, A)
+    for workers in (1, 2):
+        built = []
+
+        def program(*a, **k):
+            built.append(swiftrl.swiftrl_program(*a, workers=workers, **k))
+            return built[-1]
+
+        tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2", keep_dpu_tables=True,
+                        kernel=program).fit(rec, S, A)
+        assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), workers
+        assert np.array_equal(tr.q_, q_ref)
+        assert np.array_equal(tr.counters_, numba_tr.counters_)
+        # The cost model prices the policy value as the C kernel's instructions run.
+        assert swiftrl.model_agreement(built[0])["max_rel_diff"] < 0.06
 
 
 def test_tradeoff_table_picks_the_cheapest_run_that_keeps_the_optimum():

@@ -243,6 +243,11 @@ def test_headers_agree_with_python(shim, tmp_path):
            ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps", "frac",
             "alpha32", "gamma32", "alpha_fx", "gamma_fx")},
         **{f"offsetof(swiftrl_params_t, {f}) / 8": i for i, f in enumerate(fields)},
+        **{f"offsetof(swiftrl_params_t, {f}) / 8": getattr(P, f"P_{n}") for f, n in
+           (("own_shared", "OWN_SHARED"), ("policy_max_f32_bits", "POLICY_MAX32"),
+            ("policy_max_fx", "POLICY_MAX_FX"), ("policy_mean_f32_bits", "POLICY_MEAN32"),
+            ("policy_mean_fx", "POLICY_MEAN_FX"))},
+        "SWIFTRL_P_POLICY_MEAN_FX": P.P_POLICY_MEAN_FX,
         "SWIFTRL_P_N_RECORDS": rlprogram.P_N_RECORDS,
         "offsetof(swiftrl_params_t, n_records) / 8": rlprogram.P_N_RECORDS,
         "SWIFTRL_PARAMS_WORDS": rlprogram.PARAMS_WORDS,

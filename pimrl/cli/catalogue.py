@@ -97,8 +97,8 @@ def catalogue() -> list:
         ("sync:R[:weighted]", f"R >= 1 rounds; after each, the aggregate ({' or '.join(AGGREGATORS)}"
          ") is broadcast back to every DPU, as in federated Q-learning"))
     aggregators.entries.append(
-        ("own:R", "state-owned Q-learning: each DPU owns a range of states and sees all their "
-         "transitions; R rounds broadcast the value vector V (docs/state-owned.md)"))
+        ("own:R", "state-owned Q-learning or SARSA: each DPU owns a range of states and sees "
+         "all their transitions; R rounds broadcast the value vector V (docs/state-owned.md)"))
     programs = Section("DPU programs", "--kernel", "pimrl.swiftrl.trainer.KERNELS",
                        KERNELS.describe())
     from pimrl.swiftrl.dpus import DEVICES

@@ -71,7 +71,7 @@ def register(subparsers) -> None:
     g.add_argument("--tasklets", type=int, default=t["tasklets"], help="tasklets (threads) per DPU")
     g.add_argument("--aggregate", default=t["aggregate"],
                    help=" | ".join(AGGREGATORS) + " | sync:R | sync:R:weighted | own:R "
-                   "(state-owned Q-learning, R rounds: docs/state-owned.md; pimrl list)")
+                   "(state-owned Q-learning or SARSA, R rounds: docs/state-owned.md; pimrl list)")
     g.add_argument("--partition", choices=("contiguous", "shuffle"), default=t["partition"],
                    help="contiguous chunks (SwiftRL), or a seeded shuffle first")
     g.add_argument("--shuffle-seed", type=int, default=t["shuffle_seed"],

@@ -20,7 +20,8 @@ from numba import njit
 
 from pimrl.learners.fixedpoint import INT32_MAX, INT32_MIN
 from pimrl.learners.variants import (
-    P_ALPHA32, P_ALPHA_FX, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_STRIDE, Variant,
+    P_ALPHA32, P_ALPHA_FX, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA32, P_GAMMA_FX, P_POLICY_MAX32,
+    P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_STRIDE, Variant,
 )
 from pimrl.parallel import run_ranges
 from pimrl.rng import below, xorshift32
@@ -122,6 +123,54 @@ def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
 
 
 @njit(cache=True, inline="always")
+def policy_value_f32(q, s, eg, w, k, cmean, cmax):
+    """SARSA's bootstrap value under state ownership (docs/state-owned.md), FP32, one scan of
+    the row. Epsilon-greedy (``eg``): ``sum = Q[s, 0] + Q[s, 1] + ...`` (from +0, each step
+    rounded to float32), then ``float32(float32(cmean * sum) + float32(cmax * max_a Q[s, a]))``
+    with ``cmean = p / A``, ``cmax = 1 - p``. Logged: ``sum_a float32(w[k, a] * Q[s, a])``
+    (from +0, in action order, each step rounded), ``w[k]`` the behaviour policy's action
+    frequencies at ``s``: (value, entries scanned)."""
+    acc = np.float32(0.0)
+    if eg:
+        m = q[s, 0]
+        for a in range(q.shape[1]):
+            e = q[s, a]
+            if e > m:
+                m = e
+            acc = np.float32(acc + e)
+        return np.float32(np.float32(cmean * acc) + np.float32(cmax * m)), q.shape[1]
+    for a in range(q.shape[1]):
+        acc = np.float32(acc + np.float32(w[k, a] * q[s, a]))
+    return acc, q.shape[1]
+
+
+@njit(cache=True, inline="always")
+def policy_value_i32(q, s, eg, w, k, cmean, cmax, frac, nsat):
+    """:func:`policy_value_f32` in Q format. Epsilon-greedy: the row's sum in int64,
+    saturated to int32, then ``sat32(fx_mul(cmean, sum) + fx_mul(cmax, max))``. Logged:
+    ``sat32(sum_a fx_mul(w[k, a], Q[s, a]))``, the products summed in int64: (value, entries
+    scanned, ``nsat`` plus its saturations)."""
+    acc = np.int64(0)
+    if eg:
+        m = q[s, 0]
+        for a in range(q.shape[1]):
+            e = q[s, a]
+            if e > m:
+                m = e
+            acc += np.int64(e)
+        tot, nsat = sat32(acc, nsat)
+        g1, nsat = fx_mul(cmean, tot, frac, nsat)
+        g2, nsat = fx_mul(cmax, m, frac, nsat)
+        val, nsat = sat32(np.int64(g1) + np.int64(g2), nsat)
+        return val, q.shape[1], nsat
+    for a in range(q.shape[1]):
+        g, nsat = fx_mul(w[k, a], q[s, a], frac, nsat)
+        acc += np.int64(g)
+    val, nsat = sat32(acc, nsat)
+    return val, q.shape[1], nsat
+
+
+@njit(cache=True, inline="always")
 def owned_value(q, v, own_lo, own_hi, s2):
     """Q-learning's bootstrap under state ownership (variant bootstrap ``owned``): the DPU's
     own fresh row for the states [own_lo, own_hi) it alone holds, the broadcast ``v`` for the
@@ -132,13 +181,21 @@ def owned_value(q, v, own_lo, own_hi, s2):
 
 
 @njit(cache=True, inline="always")
-def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma):
-    """One FP32 Q-learning update bootstrapping through :func:`owned_value`: scanned."""
+def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, eg, w, w_lo,
+                     cmean, cmax):
+    """One FP32 update bootstrapping through :func:`owned_value` (Q-learning) or, for SARSA
+    (``is_q`` false), from :func:`policy_value_f32` of its fresh rows (logged weights
+    ``w[s2 - w_lo]``) and ``v`` for the others: scanned."""
     scanned = 0
     if term:
         target = r
     else:
-        m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        if is_q:
+            m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        elif s2 >= own_lo and s2 < own_hi:
+            m, scanned = policy_value_f32(q, s2, eg, w, s2 - w_lo, cmean, cmax)
+        else:
+            m = v[s2]
         target = np.float32(r + np.float32(gamma * m))
     cur = q[s, a]
     q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
@@ -146,14 +203,20 @@ def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma):
 
 
 @njit(cache=True, inline="always")
-def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac):
-    """One INT32 Q-learning update bootstrapping through :func:`owned_value`:
-    (scanned, saturations)."""
+def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac, is_q, eg, w,
+                     w_lo, cmean, cmax):
+    """One INT32 update bootstrapping as :func:`update_f32_owned` does (SARSA through
+    :func:`policy_value_i32`): (scanned, saturations)."""
     scanned = nsat = 0
     if term:
         target = r
     else:
-        m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        if is_q:
+            m, scanned = owned_value(q, v, own_lo, own_hi, s2)
+        elif s2 >= own_lo and s2 < own_hi:
+            m, scanned, nsat = policy_value_i32(q, s2, eg, w, s2 - w_lo, cmean, cmax, frac, nsat)
+        else:
+            m = v[s2]
         g, nsat = fx_mul(gamma, m, frac, nsat)
         target, nsat = sat32(np.int64(r) + np.int64(g), nsat)
     cur = q[s, a]
@@ -196,9 +259,11 @@ def f32_scalar(bits):
 # measurable speed; the small primitives above stay inlined, where it does matter (INT32).
 @njit(cache=True)
 def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, draw, eps,
-                  alpha, gamma, frac, x):
+                  alpha, gamma, frac, x, pw, cmean, cmax):
     """The update of record ``j`` (its 16 bytes as four words, docs/design.md), by the
-    variant's flags (compile-time constants in every caller): (new rng state, saturations)."""
+    variant's flags (compile-time constants in every caller; for owned SARSA ``draw`` says
+    epsilon-greedy), ``pw``, ``cmean`` and ``cmax`` owned SARSA's policy weights: (new rng
+    state, saturations)."""
     # Unsigned indices: the records were validated, and numba then drops its negative-index
     # wraparound code from every access.
     j = np.uint64(j)
@@ -206,10 +271,12 @@ def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, 
     s, a, r, s2 = np.uint32(words[j, 0]), w & np.uint32(0xFF), rewards[j, 2], np.uint32(words[j, 1])
     term = (w & np.uint32(0xFF0000)) != 0
     if owned and is_int:
-        _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac)
+        _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac,
+                                 is_q, draw, pw, 0, cmean, cmax)
         return x, ns
     if owned:
-        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma)
+        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, draw,
+                         pw, 0, cmean, cmax)
         return x, 0
     if is_int:
         x, _, _, ns = update_i32(q, s, a, r, s2, (w >> np.uint32(8)) & np.uint32(0xFF), term, is_q, draw, eps, alpha,
@@ -238,23 +305,28 @@ def learning_rates_i32(scalars):
 def _build(variant: Variant):
     IS_INT = variant.is_int
     IS_Q = variant.algo == "q"
-    DRAW = variant.draws_next_action
+    DRAW = variant.epsilon_greedy        # owned: its expected value, else a drawn b'
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
     USES_RNG = variant.uses_rng
     OWNED = variant.owned
 
     @njit(nogil=True, cache=True)
-    def partitions(words, rewards, lanes, rng, q, scalars, sat, v, own, lo, hi):
+    def partitions(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo, hi):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
         docs/design.md. ``v`` (S,) and ``own`` (P, 2): the broadcast values and the states
-        each partition alone holds (variant bootstrap ``owned``; ignored otherwise)."""
+        each partition alone holds; ``w`` (S, A): SARSA's target-policy weights (variant
+        bootstrap ``owned``; ignored otherwise)."""
         eps = scalars[P_EPS]
         frac = scalars[P_FRAC]
         stride = scalars[P_STRIDE]
         if IS_INT:
             alpha, gamma = learning_rates_i32(scalars)
+            cmax = np.int32(scalars[P_POLICY_MAX_FX]) if OWNED and DRAW else np.int32(0)
+            cmean = np.int32(scalars[P_POLICY_MEAN_FX]) if OWNED and DRAW else np.int32(0)
         else:
             alpha, gamma = learning_rates_f32(scalars)
+            cmax = f32_scalar(scalars[P_POLICY_MAX32]) if OWNED and DRAW else np.float32(0.0)
+            cmean = f32_scalar(scalars[P_POLICY_MEAN32]) if OWNED and DRAW else np.float32(0.0)
         n_lanes = lanes.shape[1]
         for p in range(lo, hi):
             qp = q[p]
@@ -281,7 +353,7 @@ def _build(variant: Variant):
                             j = start + below(x, n)
                             x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi,
                                                   IS_INT, OWNED, IS_Q, DRAW, eps, alpha, gamma,
-                                                  frac, x)
+                                                  frac, x, w, cmean, cmax)
                             nsat += ns
                     else:
                         # SEQ is STR with stride 1: offsets 0, 1, ... and from each offset
@@ -291,7 +363,7 @@ def _build(variant: Variant):
                             for j in range(start + o, end, step):
                                 x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi,
                                                       IS_INT, OWNED, IS_Q, DRAW, eps, alpha,
-                                                      gamma, frac, x)
+                                                      gamma, frac, x, w, cmean, cmax)
                                 nsat += ns
                     xs[0] = x
                     continue
@@ -307,7 +379,8 @@ def _build(variant: Variant):
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
                         x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
-                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x)
+                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x, w,
+                                              cmean, cmax)
                         nsat += ns
                         if USES_RNG:
                             xs[t] = x
@@ -325,17 +398,26 @@ class CompiledVariant:
     loop: object
 
     def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
-                   threads: int | None = None, v=None, own=None) -> None:
+                   threads: int | None = None, v=None, own=None, w=None) -> None:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
         or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
         :func:`pimrl.learners.reference.record_words`' two views. Partitions run in parallel
         on ``threads`` threads (default: :func:`pimrl.parallel.threads`). Variants that
         bootstrap ``owned`` take ``v`` (S,) in the table's dtype and ``own`` (P, 2) state
-        ranges."""
+        ranges; their SARSA also ``scalars`` PARAMS_WORDS long (the policy words) and, with
+        the logged next action, ``w`` (S, A) action frequencies in the table's dtype."""
         if self.variant.owned and (v is None or own is None):
             raise ValueError(f"{self.variant.key} needs the broadcast values v and the owned "
                              f"state ranges own")
+        if self.variant.owned and self.variant.algo == "sarsa" and (
+                (w is None and not self.variant.epsilon_greedy)
+                or len(scalars) <= max(P_POLICY_MAX_FX, P_POLICY_MEAN_FX)):
+            raise ValueError(f"{self.variant.key} needs the policy parameter words (and, "
+                             f"logged, the policy weights w)")
+        if w is None:
+            w = np.zeros((1, 1), q.dtype)
+        w = np.ascontiguousarray(w, dtype=q.dtype)
         if v is None:
             v = np.zeros(1, q.dtype)
         if own is None:
@@ -343,7 +425,7 @@ class CompiledVariant:
         v = np.ascontiguousarray(v, dtype=q.dtype)
         own = np.ascontiguousarray(own, dtype=np.int64)
         run_ranges(lambda lo, hi: self.loop(words, rewards, lanes, rng, q, scalars, sat, v, own,
-                                            lo, hi), lanes.shape[0], threads)
+                                            w, lo, hi), lanes.shape[0], threads)
 
 
 _COMPILED: dict = {}

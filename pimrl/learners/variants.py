@@ -75,7 +75,8 @@ NEXT_ACTION = Axis("next_action", "SARSA's next action b'", "", (
 BOOTSTRAP = Axis("bootstrap", "where a non-terminal update reads the value of s'", "SWIFTRL_BOOTSTRAP", (
     Choice("table", 0, "the DPU's own table, every state", "SWIFTRL_BOOTSTRAP_TABLE"),
     Choice("owned", 1, "own rows for the s' it alone holds, else the broadcast V[s'] "
-           "(state-owned learning, --aggregate own:R; Q-learning only)", "SWIFTRL_BOOTSTRAP_OWNED"),
+           "(state-owned learning, --aggregate own:R; SARSA bootstraps from the expected "
+           "value of its target policy, drawing nothing)", "SWIFTRL_BOOTSTRAP_OWNED"),
 ))
 AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION, BOOTSTRAP)
 
@@ -85,7 +86,9 @@ ALGOS, DTYPES, SAMPLINGS, NEXT_ACTIONS, BOOTSTRAPS = (a.names for a in AXES)
 @dataclass(frozen=True)
 class Variant:
     """One compiled kernel: a choice on every axis. Q-learning ignores ``next_action`` (it is
-    normalised to ``logged`` so equal kernels compare equal)."""
+    normalised to ``logged`` so equal kernels compare equal). Under the ``owned`` bootstrap
+    SARSA draws nothing: ``next_action`` chooses the target policy whose expected value it
+    bootstraps from (docs/state-owned.md)."""
 
     algo: str = "q"
     dtype: str = "fp32"
@@ -98,9 +101,6 @@ class Variant:
             axis.choice(getattr(self, axis.name))
         if self.algo != "sarsa" and self.next_action != "logged":
             object.__setattr__(self, "next_action", "logged")
-        if self.bootstrap == "owned" and self.algo != "q":
-            raise ValueError("bootstrap 'owned' (state-owned learning) is implemented for "
-                             "Q-learning only: SARSA's policy value V(s') is not")
 
     @classmethod
     def of(cls, params) -> "Variant":
@@ -118,7 +118,7 @@ class Variant:
     @property
     def key(self) -> str:
         """A name that tells every axis apart (``sarsa-fp32-seq+epsilon-greedy``)."""
-        return (self.name + (f"+{self.next_action}" if self.draws_next_action else "")
+        return (self.name + (f"+{self.next_action}" if self.epsilon_greedy else "")
                 + ("@owned" if self.owned else ""))
 
     @property
@@ -131,8 +131,14 @@ class Variant:
         return self.dtype == "int32"
 
     @property
-    def draws_next_action(self) -> bool:
+    def epsilon_greedy(self) -> bool:
+        """SARSA whose target policy is epsilon-greedy (drawn, or its expected value when
+        ``owned``)."""
         return self.algo == "sarsa" and self.next_action == "epsilon-greedy"
+
+    @property
+    def draws_next_action(self) -> bool:
+        return self.epsilon_greedy and not self.owned
 
     @property
     def uses_rng(self) -> bool:
@@ -219,14 +225,21 @@ PARAM_FIELDS = (
     ("own_hi", "one past the last state this DPU owns (bootstrap owned)"),
     ("own_shared", "bit 0: state own_lo, bit 1: state own_hi - 1 is shared with another DPU "
                    "(bootstraps from the broadcast V, not the DPU's partial row)"),
+    ("policy_max_f32_bits", "owned epsilon-greedy SARSA: the weight 1 - p of max_a Q[s', a] in "
+                            "V(s'), float32 bits"),
+    ("policy_max_fx", "owned epsilon-greedy SARSA: the same weight in Q format"),
+    ("policy_mean_f32_bits", "owned epsilon-greedy SARSA: the weight p / A of sum_a Q[s', a] in "
+                             "V(s'), float32 bits"),
+    ("policy_mean_fx", "owned epsilon-greedy SARSA: the same weight in Q format"),
 )
 PARAMS_WORDS = 24
 #: Words the host sets per DPU; the rest are the learner's scalars.
-HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared")
+HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared", "policy_max_f32_bits",
+               "policy_max_fx", "policy_mean_f32_bits", "policy_mean_fx")
 KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS if name not in HOST_FIELDS)
 P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
-    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI, P_OWN_SHARED = \
-    range(len(PARAM_FIELDS))
+    P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI, P_OWN_SHARED, \
+    P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX = range(len(PARAM_FIELDS))
 assert len(PARAM_FIELDS) <= PARAMS_WORDS
 
 
@@ -267,7 +280,8 @@ def c_header() -> str:
 
 def _c_field(name: str) -> str:
     return {"eps_threshold": "EPS", "frac_bits": "FRAC", "alpha_f32_bits": "ALPHA32",
-            "gamma_f32_bits": "GAMMA32"}.get(name, name.upper())
+            "gamma_f32_bits": "GAMMA32", "policy_max_f32_bits": "POLICY_MAX32",
+            "policy_mean_f32_bits": "POLICY_MEAN32"}.get(name, name.upper())
 
 
 # --- online kernels: environments stepped on the DPU (pimrl.online) -------------------------

@@ -24,13 +24,18 @@ Q_FORMAT_PAIRS = 24.0
 
 
 def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
-                             n_actions: int, tasklets: int, count_visits: bool = False) -> dict:
+                             n_actions: int, tasklets: int, count_visits: bool = False,
+                             policy_value: str | None = None) -> dict:
     """Instructions charged per counted event, for one kernel variant.
 
     The breakdown follows the C kernels line by line (docs/cost-model.md): record decode from
     WRAM, two row indices (s*A, s'*A: shift-and-add, A a compile-time constant), the max or the
     chosen action's load, the update arithmetic (soft float or saturating Q-format) and the
-    loop/cursor work of the sampling order.
+    loop/cursor work of the sampling order. ``policy_value``: every scanned entry also enters
+    state-owned SARSA's policy value (docs/state-owned.md), each evaluation a scan of the
+    ``A`` entries of one row: ``"weighted"`` (logged) a weight load, a multiply and an add per
+    entry; ``"uniform"`` (epsilon-greedy) an add per entry and, per row, two multiplies and
+    an add (charged as ``1 / A`` of them per entry).
     """
     ops = hw.op_instructions
     # Record decode (8), two row indices s*A and s'*A (A is a compile-time constant in the C
@@ -40,6 +45,10 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
         bootstrap = ops["float_mul"] + ops["float_add"]          # gamma * m, r + .
         per_update += ops["float_sub"] + ops["float_mul"] + ops["float_add"]  # td, alpha * td, q +
         scan = 3.0 + ops["float_cmp"]                            # load, compare, branch, move
+        if policy_value == "weighted":
+            scan += 1.0 + ops["float_mul"] + ops["float_add"]     # weight load, w * q, acc +
+        elif policy_value == "uniform":
+            scan += ops["float_add"] + (2 * ops["float_mul"] + ops["float_add"]) / n_actions
     else:
         # Q-format values are widened to 64 bits, which a 32-bit DPU handles in pairs: a
         # 64-bit add is add + addc, a bound check a compare-and-branch over both words (3).
@@ -52,6 +61,10 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
         # runtime counts them (docs/dpu-runtime.md, "Agreement with the numba path").
         per_update += sat_add + fx_mul + sat_add + Q_FORMAT_PAIRS
         scan = 3.0 + ops["int32_sub"]
+        if policy_value == "weighted":
+            scan += 1.0 + fx_mul + 2.0                           # weight load, fx_mul, 64-bit add
+        elif policy_value == "uniform":
+            scan += 2.0 + (sat64 + 2 * fx_mul + sat_add) / n_actions   # 64-bit add; per row
     step = {"seq": 5.0, "str": 8.0, "ran": 6.0}[sampling]        # cursor, bounds, branch
     if count_visits:
         per_update += 3.0                                        # load, add, store

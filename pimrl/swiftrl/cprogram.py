@@ -19,7 +19,7 @@ import numpy as np
 from pimrl.dpurt import cc
 from pimrl.io import atomic_write_text
 from pimrl.dpurt.program import DpuRtProgram
-from pimrl.learners.variants import HEADER, Variant, c_header
+from pimrl.learners.variants import HEADER, P_SARSA_DRAW, PARAMS_WORDS, Variant, c_header
 from pimrl.swiftrl import costs as kcost
 from pimrl.pim.system import LaunchResult
 
@@ -151,18 +151,29 @@ class SwiftRlCProgram(DpuRtProgram):
                 f"{block_bytes} B DMA buffers and stacks need "
                 f"{self.wram_used + tasklets * block_bytes} B; WRAM holds {hardware.wram_bytes} B")
 
-    def costs(self, hw):
+    def costs(self, hw, next_action: str = "logged"):
         """The numba path's instruction costs for this variant (for comparisons)."""
+        pv = None
+        if self.bootstrap == "owned" and self.algo == "sarsa":
+            pv = "uniform" if next_action == "epsilon-greedy" else "weighted"
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
-                                             self.n_actions, self.tasklets, self.count_visits)
+                                             self.n_actions, self.tasklets, self.count_visits,
+                                             policy_value=pv)
 
     def launch(self, alloc, slots) -> LaunchResult:
         result = super().launch(alloc, slots)
         so = self.symbols["stats"].offset
         slots = np.asarray(slots, dtype=np.int64)
         result.counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
-        self.last_launch["model_cycles"] = kcost.kernel_cycles(alloc.hw, result.counters,
-                                                              self.costs(alloc.hw), self.tasklets)
+        model = kcost.kernel_cycles(alloc.hw, result.counters, self.costs(alloc.hw),
+                                    self.tasklets)
+        if self.bootstrap == "owned" and self.algo == "sarsa":       # the policy: a parameter
+            po = self.symbols["params"].offset
+            eg = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)[
+                :, P_SARSA_DRAW] != 0
+            model = np.where(eg, kcost.kernel_cycles(alloc.hw, result.counters, self.costs(
+                alloc.hw, "epsilon-greedy"), self.tasklets), model)
+        self.last_launch["model_cycles"] = model
         return result
 
 

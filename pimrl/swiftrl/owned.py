@@ -1,5 +1,5 @@
-"""State-owned Q-learning (``--aggregate own:R``): every state's row is learned by the DPUs
-that own it, from all of its data, and the DPUs exchange only values.
+"""State-owned learning (``--aggregate own:R``), Q-learning and SARSA: every state's row is
+learned by the DPUs that own it, from all of its data, and the DPUs exchange only values.
 
 The host sorts the transitions by state ``s`` (stably) and cuts the sorted array into equal
 contiguous parts, one per DPU: each DPU owns the contiguous state range its part covers, and
@@ -7,9 +7,10 @@ the parts are balanced by transition count whatever the skew of the data. A stat
 transitions than one part straddles a cut and is *split* over several DPUs; a split state can
 only be the first or the last state of a DPU's range.
 
-Each of R rounds: every DPU runs its epochs of Q-learning, bootstrapping from its own fresh
+Each of R rounds: every DPU runs its epochs of learning, bootstrapping from its own fresh
 rows for the states it alone holds and from the broadcast value vector
-``V(s') = max_a Q(s', a)`` for the others (split states included: a copy of a split row has
+``V(s') = max_a Q(s', a)`` (SARSA: the expected value of its target policy,
+:func:`policy_weights`) for the others (split states included: a copy of a split row has
 seen only part of the state's data, and actions it never saw would still hold stale values) (the kernel variant ``bootstrap=owned``); it then leaves its first and last
 rows and the values of its states in ``v_out``, which the host gathers (one transfer); the
 host merges the copies of each split state's row (weighted by how many of the state's
@@ -32,13 +33,14 @@ from pimrl.learners import fixedpoint
 from pimrl.learners.kernels import compiled
 from pimrl.learners.reference import record_words
 from pimrl.learners.variants import (
-    P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, PARAMS_WORDS,
+    P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, P_POLICY_MAX32, P_POLICY_MAX_FX,
+    P_POLICY_MEAN32, P_POLICY_MEAN_FX, PARAMS_WORDS,
 )
 from pimrl.partition import even_bounds, lane_bounds
 from pimrl.pim import cost
 from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import float_to_raw, raw_scale
-from pimrl.rng import lane_seeds
+from pimrl.rng import epsilon_threshold, lane_seeds
 
 
 @dataclass(frozen=True)
@@ -123,11 +125,98 @@ def merge_edges(plan: OwnerPlan, edges: np.ndarray, n_states: int, scale: float)
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), plain)
 
 
+@dataclass(frozen=True)
+class TargetPolicy:
+    """SARSA's target policy under state ownership, as the weights of its expected value
+    (docs/state-owned.md), exact (float64). Epsilon-greedy (``uniform``):
+    ``V(s) = cmean * sum_a Q(s, a) + cmax * max_a Q(s, a)`` with ``cmax = 1 - p``,
+    ``cmean = p / A``, ``p = eps_threshold / 2^32`` (the kernels' draw). Logged:
+    ``V(s) = sum_a w[s, a] Q(s, a)``, ``w[s]`` the dataset's action frequencies at ``s`` (zero
+    where ``s`` has no transitions)."""
+
+    uniform: bool
+    w: np.ndarray | None = None
+    cmean: float = 0.0
+    cmax: float = 0.0
+
+    def raw_weights(self, dtype: str, frac_bits: int):
+        """``w`` (S, A) rounded once to the kernel's dtype (None when uniform)."""
+        return None if self.uniform else float_to_raw(self.w, dtype, frac_bits)
+
+    def param_words(self, frac_bits: int) -> dict:
+        """{parameter word index: value}: ``cmax`` and ``cmean`` as float32 bits and in Q
+        format (zero for the logged policy)."""
+        f32 = lambda x: int(np.float32(x).view(np.int32))        # noqa: E731
+        fx = lambda x, n: fixedpoint.to_fixed_scalar(x, frac_bits, n)  # noqa: E731
+        return {P_POLICY_MAX32: f32(self.cmax), P_POLICY_MAX_FX: fx(self.cmax, "policy_max"),
+                P_POLICY_MEAN32: f32(self.cmean), P_POLICY_MEAN_FX: fx(self.cmean, "policy_mean")}
+
+    def values(self, rows: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """V (float64) of ``rows`` (n, A) of ``states`` (n,), exactly (the host's merge)."""
+        if self.uniform:
+            return self.cmean * rows.sum(axis=1) + self.cmax * rows.max(axis=1)
+        return (self.w[states] * rows).sum(axis=1)
+
+
+def policy_weights(records, n_states: int, n_actions: int, params) -> TargetPolicy | None:
+    """SARSA's :class:`TargetPolicy` for ``params.next_action``; None for Q-learning."""
+    if params.algo == "q":
+        return None
+    if params.next_action == "epsilon-greedy":
+        pe = epsilon_threshold(params.epsilon) / 2.0**32
+        return TargetPolicy(True, cmean=pe / n_actions, cmax=1.0 - pe)
+    counts = np.bincount(np.asarray(records["state"], np.int64) * n_actions
+                         + np.asarray(records["action"], np.int64),
+                         minlength=n_states * n_actions).reshape(n_states, n_actions)
+    total = counts.sum(axis=1, keepdims=True)
+    return TargetPolicy(False, w=counts / np.where(total > 0, total, 1))
+
+
+def kernel_values(rows: np.ndarray, dtype: str, frac_bits: int, words: dict | None = None,
+                  w: np.ndarray | None = None):
+    """The kernels' value of each row of ``rows`` (..., A) raw: Q-learning's max (``words``
+    None), or SARSA's policy value: epsilon-greedy from the parameter ``words``
+    (:meth:`TargetPolicy.param_words`), logged from the raw weights ``w`` (..., A), in the
+    kernels' order of operations (docs/state-owned.md). Vectorised numpy, an independent
+    check of the compiled primitives."""
+    m = rows[..., 0]
+    for a in range(1, rows.shape[-1]):
+        m = np.where(rows[..., a] > m, rows[..., a], m)
+    if words is None:
+        return m
+    lo, hi = fixedpoint.INT32_MIN, fixedpoint.INT32_MAX
+    if dtype == "int32":
+        def fx_mul(x, y):
+            prod = np.int64(x) * y.astype(np.int64) if np.ndim(x) == 0 else \
+                x.astype(np.int64) * y.astype(np.int64)
+            return np.clip((prod + (1 << (frac_bits - 1))) >> frac_bits, lo, hi)
+
+        if w is None:
+            tot = np.clip(rows.astype(np.int64).sum(axis=-1), lo, hi)
+            v = fx_mul(words[P_POLICY_MEAN_FX], tot) + fx_mul(words[P_POLICY_MAX_FX], m)
+        else:
+            v = np.zeros(rows.shape[:-1], np.int64)
+            for a in range(rows.shape[-1]):
+                v += fx_mul(w[..., a], rows[..., a])
+        return np.clip(v, lo, hi).astype(np.int32)
+    acc = np.zeros(rows.shape[:-1], np.float32)
+    if w is None:
+        bits = np.array([words[P_POLICY_MEAN32], words[P_POLICY_MAX32]], np.int32)
+        cmean, cmax = bits.view(np.float32)
+        for a in range(rows.shape[-1]):
+            acc = acc + rows[..., a]                    # float32: each step rounded
+        return cmean * acc + cmax * m
+    for a in range(rows.shape[-1]):
+        acc = acc + (w[..., a] * rows[..., a])
+    return acc
+
+
 def build_values(plan: OwnerPlan, v_out: np.ndarray, merged: np.ndarray, v_prev: np.ndarray,
-                 dtype: str, frac_bits: int) -> np.ndarray:
+                 dtype: str, frac_bits: int, policy: TargetPolicy | None = None) -> np.ndarray:
     """The next broadcast V (raw, S): the owners' values from ``v_out`` (D, >= longest range)
-    for the states one DPU holds, the max of the merged row for split states; states no DPU
-    holds keep ``v_prev``."""
+    for the states one DPU holds, the value of the merged row (its max, or SARSA's
+    ``policy`` value, in float64, rounded once) for split states; states no DPU holds keep
+    ``v_prev``."""
     v = v_prev.copy()
     lengths = plan.own[:, 1] - plan.own[:, 0]
     dpu = np.repeat(np.arange(plan.n_dpus), lengths)
@@ -135,7 +224,9 @@ def build_values(plan: OwnerPlan, v_out: np.ndarray, merged: np.ndarray, v_prev:
     v[plan.own[dpu, 0] + k] = v_out[dpu, k]
     split = np.flatnonzero(plan.split)
     if len(split):
-        v[split] = float_to_raw(merged[split].max(axis=1), dtype, frac_bits)
+        rows = merged[split]
+        value = rows.max(axis=1) if policy is None else policy.values(rows, split)
+        v[split] = float_to_raw(value, dtype, frac_bits)
     return v
 
 
@@ -157,15 +248,15 @@ def assemble_table(plan: OwnerPlan, tables: np.ndarray, dtype: str, frac_bits: i
     return q
 
 
-def _values_of(plan, edges, v_out, v_prev, p, n_states):
+def _values_of(plan, edges, v_out, v_prev, p, n_states, policy):
     merged = merge_edges(plan, edges, n_states, raw_scale(p.dtype, p.frac_bits))
-    return build_values(plan, v_out, merged, v_prev, p.dtype, p.frac_bits)
+    return build_values(plan, v_out, merged, v_prev, p.dtype, p.frac_bits, policy)
 
 
 # --------------------------------------------------------------------------- the oracle
 def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
                     tasklets: int, rounds: int):
-    """State-owned Q-learning with the reference learner's compiled loops: (q float64,
+    """State-owned learning with the reference learner's compiled loops: (q float64,
     raw per-DPU tables after the last round, plan). The lanes and their random streams are
     the simulated DPUs' (lane ``d * tasklets + t``)."""
     from dataclasses import replace
@@ -181,21 +272,28 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     v = np.zeros(n_states, raw_dtype)
     sat = np.zeros(n_dpus, np.int64)
     loop = compiled(p.variant)
-    scalars = p.kernel_scalars()
+    scalars = np.zeros(PARAMS_WORDS, np.int64)
+    scalars[: len(p.kernel_scalars())] = p.kernel_scalars()
+    policy = policy_weights(records, n_states, n_actions, p)
+    w_raw = words = None
+    if policy is not None:
+        w_raw = policy.raw_weights(p.dtype, p.frac_bits)
+        words = policy.param_words(p.frac_bits)
+        for i, word in words.items():
+            scalars[i] = word
     for r, epochs in enumerate(np.diff(even_bounds(p.epochs, rounds))):
         sc = scalars.copy()
         sc[P_EPOCHS] = epochs
-        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh)
+        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh, w=w_raw)
         if r < rounds - 1:
             d = np.arange(n_dpus)
             edges = np.stack([q[d, plan.own[:, 0]], q[d, plan.own[:, 1] - 1]], axis=1)
             longest = plan.longest_range
             idx = np.minimum(plan.own[:, :1] + np.arange(longest)[None, :], n_states - 1)
             rows = q[d[:, None], idx]
-            v_out = rows[:, :, 0]
-            for a in range(1, n_actions):       # the kernels' max: first of equals wins
-                v_out = np.where(rows[:, :, a] > v_out, rows[:, :, a], v_out)
-            v = _values_of(plan, edges, v_out, v, p, n_states)
+            v_out = kernel_values(rows, p.dtype, p.frac_bits, words,
+                                  None if w_raw is None else w_raw[idx])
+            v = _values_of(plan, edges, v_out, v, p, n_states, policy)
     return assemble_table(plan, q, p.dtype, p.frac_bits), q, plan
 
 
@@ -212,9 +310,6 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
 
     t_start = time.perf_counter()
     p = replace(trainer.params, bootstrap="owned")
-    if p.algo != "q":
-        raise ValueError(f"{trainer.aggregate}: state-owned learning is implemented for "
-                         f"Q-learning only (SARSA's policy value V(s') is not); use --algo q")
     hw = get_hardware(trainer.hardware) if isinstance(trainer.hardware, str) else trainer.hardware
     factory = trainer.kernel if callable(trainer.kernel) else KERNELS[trainer.kernel]
     program = factory(n_states, n_actions, trainer.tasklets, p.algo, p.dtype, p.sampling,
@@ -246,6 +341,21 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         params[:, P_OWN_LO] = plan.own[:, 0]
         params[:, P_OWN_HI] = plan.own[:, 1]
         params[:, P_OWN_SHARED] = plan.shared
+        policy = policy_weights(records, n_states, n_actions, p)
+        if policy is not None:
+            # SARSA's target policy: epsilon-greedy's two weights in params; the logged
+            # policy's action frequencies, each DPU the rows of its states from own_lo on,
+            # pushed once with the data.
+            for i, word in policy.param_words(p.frac_bits).items():
+                params[:, i] = word
+        if policy is not None and not policy.uniform:
+            w_raw = policy.raw_weights(p.dtype, p.frac_bits)
+            idx = np.minimum(plan.own[:, :1] + np.arange(plan.longest_range)[None, :],
+                             n_states - 1)
+            rows = np.where((idx < plan.own[:, 1:])[:, :, None], w_raw[idx], 0)
+            with dpus.phase("cpu_dpu"):
+                dpus.push_rows("policy_weights", np.ascontiguousarray(
+                    rows.astype(raw_dtype)).view(np.uint8).reshape(n, -1))
         lanes = np.arange(n * trainer.tasklets)
         with dpus.phase("cpu_dpu"):
             dpus.push_rows("rng_state", lane_seeds(p.seed, lanes).reshape(n, -1).view(np.uint8))
@@ -276,7 +386,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                         n, out_words)
                 t0 = time.perf_counter()
                 edges = out[:, : 2 * n_actions].reshape(n, 2, n_actions)
-                v = _values_of(plan, edges, out[:, 2 * n_actions:], v, p, n_states)
+                v = _values_of(plan, edges, out[:, 2 * n_actions:], v, p, n_states, policy)
                 agg_s += time.perf_counter() - t0
                 with dpus.phase("inter_dpu"):
                     dpus.push_all("v_table", v)

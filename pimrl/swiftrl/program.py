@@ -25,12 +25,13 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.kernels import (
-    RAN, SEQ, STR, learning_rates_f32, learning_rates_i32, next_index, row_max, update_f32,
-    update_f32_owned, update_i32, update_i32_owned,
+    RAN, SEQ, STR, f32_scalar, learning_rates_f32, learning_rates_i32, next_index,
+    policy_value_f32, policy_value_i32, row_max, update_f32, update_f32_owned, update_i32,
+    update_i32_owned,
 )
 from pimrl.learners.variants import (
     P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
-    P_SAMPLING,
+    P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_SAMPLING,
     P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
@@ -63,13 +64,14 @@ def _build_kernel(variant: Variant, count_visits: bool):
     SAMPLING = {"seq": SEQ, "str": STR, "ran": RAN}[variant.sampling]
     VISITS = bool(count_visits)
     USES_RNG = variant.uses_rng
-    CHECK_B = variant.algo == "sarsa" and not DRAW        # SARSA reads the logged next action
     OWNED = variant.owned
+    EG = variant.epsilon_greedy                           # owned SARSA's target policy
+    CHECK_B = variant.algo == "sarsa" and not DRAW and not OWNED    # reads the logged b
 
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
                heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, off_v,
-               off_vout):
+               off_vout, off_w):
         """Every DPU of ``slots``, each its updates in the order of docs/design.md on its own
         memories (callers run disjoint slices of the DPUs on several threads)."""
         nq = n_states * n_actions
@@ -93,14 +95,20 @@ def _build_kernel(variant: Variant, count_visits: bool):
                 vv = row[off_v:off_v + 4 * n_states].view(np.int32)
                 edges = row[off_vout:off_vout + 8 * n_actions].view(np.int32)
                 vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.int32)
+                wt = row[off_w:off_w + 4 * nq].view(np.int32).reshape((n_states, n_actions))
                 alpha, gamma = learning_rates_i32(params)
+                cmax = np.int32(params[P_POLICY_MAX_FX])
+                cmean = np.int32(params[P_POLICY_MEAN_FX])
             else:
                 q = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
                 buf_r = row[off_buf:off_buf + buf_len].view(np.float32)
                 vv = row[off_v:off_v + 4 * n_states].view(np.float32)
                 edges = row[off_vout:off_vout + 8 * n_actions].view(np.float32)
                 vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.float32)
+                wt = row[off_w:off_w + 4 * nq].view(np.float32).reshape((n_states, n_actions))
                 alpha, gamma = learning_rates_f32(params)
+                cmax = f32_scalar(params[P_POLICY_MAX32])
+                cmean = f32_scalar(params[P_POLICY_MEAN32])
             own_lo, own_hi = params[P_OWN_LO], params[P_OWN_HI]
             fresh_lo = own_lo + (params[P_OWN_SHARED] & 1)        # rows no other DPU shares
             fresh_hi = own_hi - ((params[P_OWN_SHARED] >> 1) & 1)
@@ -200,11 +208,13 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         dr = 0
                         if OWNED and IS_INT:
                             sc, ns = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2],
-                                                      s2, term, alpha, gamma, frac)
+                                                      s2, term, alpha, gamma, frac, IS_Q, EG,
+                                                      wt, own_lo, cmean, cmax)
                             n_sat += ns
                         elif OWNED:
                             sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2], s2,
-                                                  term, alpha, gamma)
+                                                  term, alpha, gamma, IS_Q, EG, wt, own_lo,
+                                                  cmean, cmax)
                         elif IS_INT:
                             x, sc, dr, ns = update_i32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q,
                                                        DRAW, eps, alpha, gamma, frac, x)
@@ -226,8 +236,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         break
                 if fault:
                     break
-            stats[C_SAT] = n_sat
             if fault:
+                stats[C_SAT] = n_sat
                 stats[C_FAULT] = fault
                 continue
             if IS_Q and not OWNED:                  # the max scans every action
@@ -238,13 +248,21 @@ def _build_kernel(variant: Variant, count_visits: bool):
             if OWNED and own_hi > own_lo:
                 # The owner's output, one gather for the host: its first and last rows (the
                 # ones another DPU may share, for the host's merge), then V of its states.
+                # Its values are the bootstrap's: max for Q-learning, SARSA's policy value.
                 for st in range(own_lo, own_hi):
-                    _, m = row_max(q, st)
+                    if IS_Q:
+                        _, m = row_max(q, st)
+                    elif IS_INT:
+                        m, _, n_sat = policy_value_i32(q, st, EG, wt, st - own_lo, cmean, cmax,
+                                                       frac, n_sat)
+                    else:
+                        m, _ = policy_value_f32(q, st, EG, wt, st - own_lo, cmean, cmax)
                     vout[st - own_lo] = m
                 n_scanned += (own_hi - own_lo) * n_actions
                 for k in range(n_actions):
                     edges[k] = q[own_lo, k]
                     edges[n_actions + k] = q[own_hi - 1, k]
+            stats[C_SAT] = n_sat
             stats[C_UPDATES] = n_updates
             stats[C_TERMINAL] = n_terminal
             stats[C_SCANNED] = n_scanned
@@ -292,8 +310,14 @@ class RlProgram(DpuProgram):
         self.name = f"swiftrl-{algo}-{dtype}-{sampling}-t{tasklets}" + (
             "-owned" if self.variant.owned else "")
         nq = n_states * n_actions
+        # State-owned SARSA holds its target policy's weights where visits would be (it
+        # counts no visits): the host writes the rows of states own_lo, own_lo + 1, ...
+        self.policy_weights = self.variant.owned and algo == "sarsa"
+        if self.policy_weights and count_visits:
+            raise ValueError("state-owned SARSA counts no visits (count_visits=False)")
         layout = [("params", 8 * PARAMS_WORDS), ("rng_state", 4 * tasklets),
-                  ("stats", 8 * N_COUNTERS), ("q_table", 4 * nq), ("visits", 4 * nq)]
+                  ("stats", 8 * N_COUNTERS), ("q_table", 4 * nq),
+                  ("policy_weights" if self.policy_weights else "visits", 4 * nq)]
         if self.variant.owned:      # state-owned learning's exchange buffers
             layout += [("v_table", 4 * n_states), ("v_out", 4 * (2 * n_actions + n_states))]
         self.symbols, addr = {}, 0
@@ -315,9 +339,14 @@ class RlProgram(DpuProgram):
         self.symbols[DPU_MRAM_HEAP_POINTER_NAME] = Symbol(DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, mram)
         self.mram_used = 0
 
-    def costs(self, hw):
+    def costs(self, hw, next_action: str = "logged"):
+        """Instruction costs; owned SARSA's depend on its target policy (``next_action``, a
+        launch parameter)."""
+        pv = (("uniform" if next_action == "epsilon-greedy" else "weighted")
+              if self.policy_weights else None)
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
-                                             self.n_actions, self.tasklets, self.count_visits)
+                                             self.n_actions, self.tasklets, self.count_visits,
+                                             policy_value=pv)
 
     def check_params(self, params: np.ndarray) -> dict:
         """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
@@ -368,8 +397,9 @@ class RlProgram(DpuProgram):
                     group[lo:hi], alloc.mram.page_table, alloc.mram.pool, alloc.wram,
                     self.n_states, self.n_actions, self.tasklets, self.block_bytes, 0, po,
                     sym["rng_state"].offset, sym["stats"].offset, sym["q_table"].offset,
-                    sym["visits"].offset, self.off_buf,
-                    sym["v_table"].offset if owned else 0, sym["v_out"].offset if owned else 0),
+                    0 if self.policy_weights else sym["visits"].offset, self.off_buf,
+                    sym["v_table"].offset if owned else 0, sym["v_out"].offset if owned else 0,
+                    sym["policy_weights"].offset if self.policy_weights else 0),
                     len(group))
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
@@ -385,4 +415,8 @@ class RlProgram(DpuProgram):
                        f"the {self.n_states} x {self.n_actions} table")
                 faults.append((int(s), tasklet, why))
         cycles = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), self.tasklets)
+        if self.policy_weights and (params[:, P_SARSA_DRAW] != 0).any():
+            eg = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw, "epsilon-greedy"),
+                                     self.tasklets)
+            cycles = np.where(params[:, P_SARSA_DRAW] != 0, eg, cycles)
         return LaunchResult(cycles=cycles, faults=faults, counters=counters)
