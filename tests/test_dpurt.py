@@ -558,6 +558,27 @@ def test_dma_alpha_plus_beta_size_and_one_engine(timing_programs):
     assert np.min(t16) > 0.9 * 16 * 20 * per                            # every tasklet waits
 
 
+def test_a_dma_call_is_one_dpu_instruction_with_its_operands():
+    """On a DPU mram_read/mram_write is one DMA instruction: the x86 moves that only place
+    its arguments (an immediate size, a register) are free, an address computed for it and
+    the call (the DMA instruction) count, and other calls keep their argument moves."""
+    from pimrl.dpurt.instrument import instrument
+
+    def cost(body):
+        asm = "\t.text\n\t.globl\tf\n\t.type\tf, @function\nf:\n" + body + "\tret\n"
+        return instrument(asm, "f.c")[1]["blocks"][0][0]
+
+    args = "\tmovl\t$8, %edx\n\tmovq\t%r13, %rsi\n\tleal\t(%rax,%r12), %edi\n"
+    assert cost(args + "\tcall\t*mram_read@GOTPCREL(%rip)\n") == 2       # lea, ldma
+    assert cost(args + "\tcall\tmram_write@PLT\n") == 2
+    assert cost(args + "\tcall\t*other@GOTPCREL(%rip)\n") == 4           # every move
+    # only the last write of each argument register before the call is its operand
+    assert cost("\tmovl\t$1, %edx\n\taddl\t%edx, %ecx\n\tmovl\t$8, %edx\n"
+                "\tcall\tmram_read\n") == 3
+    # a size loaded from memory is a load on a DPU too
+    assert cost("\tmovl\t12(%rsp), %edx\n\tcall\tmram_read\n") == 2
+
+
 def test_handshake_wakes_the_notifier_which_runs_alongside(timing_programs):
     """After handshake_wait_for wakes a stopped notifier, both tasklets run: a waiter that
     then spins on a flag the notifier raises sees it (tasklets switch in call-free code)."""
