@@ -17,7 +17,8 @@ running tasklet's modelled instructions advance block by block, and a tasklet th
 a quantum of instructions without a runtime call can give way to an earlier one (the
 runtime fills ``dpurt_bbw`` with the block costs when it is set up). The inserted lines
 are not counted. Each block's static instructions are classified (:func:`classify`) into plain
-instructions and emulated operations; ``block_cost`` turns a block into DPU instructions
+instructions and emulated operations (the argument moves of a DMA call are its DPU
+instruction's operands: :func:`dma_operand_moves`); ``block_cost`` turns a block into DPU instructions
 with the hardware's ``op_instructions`` (docs/dpu-runtime.md, "Time").
 """
 from __future__ import annotations
