@@ -99,16 +99,19 @@ def test_sarsa_logged_large_stride_and_sync_rounds():
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
 def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
     """The runtime's estimate (counted basic blocks x DPU instruction costs, exact DMA)
-    within 5 % of the numba path's counted model, at 16, 11, 4 and 1 tasklets."""
-    records = random_records(20000, S, A, seed=11)
-    p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=1, stride=5,
-                      next_action="epsilon-greedy" if algo == "sarsa" else "logged")
-    for tasklets in (16, 11, 4, 1):
-        made = []
-        trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets, kernel=lambda *a, **k: made.append(
-            swiftrl.swiftrl_program(*a, **k)) or made[-1]).fit(records, S, A)
-        agreement = swiftrl.model_agreement(made[-1])
-        assert agreement["max_rel_diff"] < 0.05, (tasklets, agreement)
+    within 5 % of the numba path's counted model, at 16, 11, 4 and 1 tasklets, for a small
+    table (S=13, A=4) and a larger one whose row scans the host compiler would otherwise
+    leave as loops (S=500, A=6)."""
+    for n_states, n_actions in ((S, A), (500, 6)):
+        records = random_records(20000, n_states, n_actions, seed=11)
+        p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=1, stride=5,
+                          next_action="epsilon-greedy" if algo == "sarsa" else "logged")
+        for tasklets in (16, 11, 4, 1):
+            made = []
+            trainer.PimTrainer(p, n_dpus=2, tasklets=tasklets, kernel=lambda *a, **k: made.append(
+                swiftrl.swiftrl_program(*a, **k)) or made[-1]).fit(records, n_states, n_actions)
+            agreement = swiftrl.model_agreement(made[-1])
+            assert agreement["max_rel_diff"] < 0.05, (n_states, n_actions, tasklets, agreement)
 
 
 def test_kernel_checks_its_variant_and_wram():
@@ -556,6 +559,27 @@ def test_dma_alpha_plus_beta_size_and_one_engine(timing_programs):
     t16 = _timed(timing_programs[16], 2, 20)[0]
     assert np.max(t16) == pytest.approx(16 * 20 * per, rel=0.03)        # the engine's bound
     assert np.min(t16) > 0.9 * 16 * 20 * per                            # every tasklet waits
+
+
+def test_a_dma_call_is_one_dpu_instruction_with_its_operands():
+    """On a DPU mram_read/mram_write is one DMA instruction: the x86 moves that only place
+    its arguments (an immediate size, a register) are free, an address computed for it and
+    the call (the DMA instruction) count, and other calls keep their argument moves."""
+    from pimrl.dpurt.instrument import instrument
+
+    def cost(body):
+        asm = "\t.text\n\t.globl\tf\n\t.type\tf, @function\nf:\n" + body + "\tret\n"
+        return instrument(asm, "f.c")[1]["blocks"][0][0]
+
+    args = "\tmovl\t$8, %edx\n\tmovq\t%r13, %rsi\n\tleal\t(%rax,%r12), %edi\n"
+    assert cost(args + "\tcall\t*mram_read@GOTPCREL(%rip)\n") == 2       # lea, ldma
+    assert cost(args + "\tcall\tmram_write@PLT\n") == 2
+    assert cost(args + "\tcall\t*other@GOTPCREL(%rip)\n") == 4           # every move
+    # only the last write of each argument register before the call is its operand
+    assert cost("\tmovl\t$1, %edx\n\taddl\t%edx, %ecx\n\tmovl\t$8, %edx\n"
+                "\tcall\tmram_read\n") == 3
+    # a size loaded from memory is a load on a DPU too
+    assert cost("\tmovl\t12(%rsp), %edx\n\tcall\tmram_read\n") == 2
 
 
 def test_handshake_wakes_the_notifier_which_runs_alongside(timing_programs):

@@ -55,3 +55,27 @@ def test_prim_programs_unmodified_match_the_published_figures():
     for r in rows.values():
         assert r["within_target"], r
         assert r["model"] == pytest.approx(r["published"], rel=P.TARGET_REL_ERROR)
+
+
+def hardware_latency_cycles(size: int, hw) -> float:
+    """The single-tasklet MRAM read latency PrIM's MRAM-Latency gives on hardware: the
+    published 2,048-B bandwidth as cycles a transfer, extended to ``size`` with PrIM's
+    beta (0.5 cycle/B)."""
+    return 2048 * hw.frequency_hz / (P.MRAM_MBPS_2048["read"] * 1e6) - hw.dma_beta * (2048 - size)
+
+
+def test_mram_latency_program_matches_the_model_at_every_size():
+    """PrIM's MRAM-Latency (mram_read, 1 tasklet) at 8, 256 and 2,048 B: the cycles a
+    transfer it measures on the DPU runtime equal the cost model's (its timed loop counted
+    as :data:`MRAM_LATENCY_TIMED_INSTRUCTIONS`) and are within 10 % of the hardware's."""
+    from pimrl.pim.hardware import get_hardware
+
+    root = _root_or_skip()
+    hw = get_hardware()
+    result = prim.run_suite(root, hw, only={f"mram-read-{s}" for s in (8, 256, 2048)})
+    rows = {r["figure"]: r for r in result["rows"] + result["other"]}
+    for size in (8, 256, 2048):
+        r = rows[f"mram_read {size:,} B, 1 tasklet"]
+        assert r["runtime"] == pytest.approx(r["model"], rel=0.02), r
+        cycles = size * hw.frequency_hz / (r["runtime"] * 1e6)
+        assert cycles == pytest.approx(hardware_latency_cycles(size, hw), rel=P.TARGET_REL_ERROR)

@@ -62,9 +62,9 @@ def sh(cmd: str, env, cwd=None, timeout=300) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-def cc_user(src: Path, exe: Path, env) -> None:
+def cc_user(src: Path, exe: Path, env, pkg_flags: str = "") -> None:
     """Build the way a user does: nothing but the dpu-pkg-config line."""
-    r = sh(f"cc {src} -o {exe} $(dpu-pkg-config --cflags --libs dpu)", env)
+    r = sh(f"cc {src} -o {exe} $(dpu-pkg-config --cflags --libs {pkg_flags} dpu)", env)
     assert r.returncode == 0, r.stderr
 
 
@@ -477,3 +477,30 @@ def test_modelled_clock_gives_unmodified_host_programs_the_modelled_phase_times(
     # without the variable the host clock is the wall clock: the report is absent
     plain = sh(str(exe), env)
     assert plain.returncode == 0 and "pimrl modelled clock" not in plain.stderr
+
+
+@needs_cc
+def test_modelled_clock_chosen_at_build_with_dpu_pkg_config(shim, tmp_path):
+    """`dpu-pkg-config --cflags --libs --modelled-clock dpu`: the program runs on the
+    modelled clock without the environment variable (PIMRL_MODELLED_CLOCK=0 turns it off)."""
+    _, env = shim
+    env = {k: v for k, v in env.items() if k != "PIMRL_MODELLED_CLOCK"}
+    assert "-DPIMRL_MODELLED_CLOCK=1" in sh("dpu-pkg-config --cflags --modelled-clock dpu",
+                                            env).stdout
+    exe = tmp_path / "modelled_clock_built"
+    cc_user(HOST / "tests" / "modelled_clock.c", exe, env, "--modelled-clock")
+    r = sh(str(exe), env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in r.stdout.splitlines()}
+    assert set(rows) == {"cpu_dpu", "dpu_kernel", "dpu_cpu"}
+    from pimrl.pim.hardware import get_hardware
+
+    hw = get_hardware()
+    assert rows["dpu_kernel"][2] == pytest.approx(3500000 / 350e6 + hw.launch_latency_s
+                                                  + hw.sync_latency_s)
+    for phase, (tod, mono, modelled) in rows.items():
+        assert tod == pytest.approx(modelled, rel=0.05), phase
+        assert mono == pytest.approx(modelled, rel=0.05), phase
+    assert "pimrl modelled clock: measured (wall)" in r.stderr
+    off = sh(str(exe), dict(env, PIMRL_MODELLED_CLOCK="0"))
+    assert off.returncode == 0 and "pimrl modelled clock" not in off.stderr

@@ -281,6 +281,14 @@ dpu_error_t dpu_callback(struct dpu_set_t dpu_set, dpu_error_t (*callback)(struc
  *  several DPUs: DPU_ERR_INVALID_DPU_SET. */
 dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream);
 
+/* ----------------------------------------------------------------------------- modelled clock */
+#if defined(PIMRL_MODELLED_CLOCK) && PIMRL_MODELLED_CLOCK
+/* Built with `dpu-pkg-config --cflags --modelled-clock dpu` (pimrl only): the program's own
+ * host clock is the modelled clock, as with PIMRL_MODELLED_CLOCK=1 in the environment (which,
+ * when set, decides). Weak: every source including this header may define it. */
+__attribute__((weak, used)) int pimrl_modelled_clock_built = 1;
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -91,7 +91,8 @@ int _pimrl_ready(void)
 }
 
 /* ----------------------------------------------------------------------------- modelled clock
- * With PIMRL_MODELLED_CLOCK=1 the host program's own clock (gettimeofday, clock_gettime,
+ * With PIMRL_MODELLED_CLOCK=1 (or a program built with `dpu-pkg-config --modelled-clock`,
+ * unless PIMRL_MODELLED_CLOCK=0) the host program's own clock (gettimeofday, clock_gettime,
  * called from the program's executable) is its measured host time plus the modelled time
  * of each simulator call in place of that call's wall time: an unmodified host program that
  * times its phases with the host clock then reports the phase times the cost model gives.
@@ -140,11 +141,17 @@ static void mclock_report(void)
             mclock_call_modelled, mclock_call_wall);
 }
 
+/* Defined (weak) by dpu.h in a program built with `dpu-pkg-config --modelled-clock`. */
+extern int pimrl_modelled_clock_built __attribute__((weak));
+
 static int mclock_enabled(void)
 {
     if (mclock_on < 0) {
         const char *v = getenv("PIMRL_MODELLED_CLOCK");
-        mclock_on = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+        if (v != NULL && v[0] != '\0')
+            mclock_on = strcmp(v, "0") != 0;
+        else
+            mclock_on = &pimrl_modelled_clock_built != NULL && pimrl_modelled_clock_built;
         if (mclock_on) {
             dl_iterate_phdr(find_exe, NULL);
             mclock_start_s = real_mono();

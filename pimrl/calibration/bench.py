@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pimrl.calibration.fit import STREAM_BLOCK_BYTES
+from pimrl.calibration.fit import MRAM_LATENCY_TIMED_INSTRUCTIONS, STREAM_BLOCK_BYTES
 from pimrl.pim import cost
 from pimrl.pim.hardware import Hardware, MiB
 from pimrl.pim.system import (DPU_XFER_FROM_DPU, DPU_XFER_TO_DPU, MRAM_BASE, DpuProgram,
@@ -97,8 +97,11 @@ def arithmetic_mops(hw: Hardware, dtype: str, op: str, tasklets: int, n: int = 1
 
 # ----------------------------------------------------------------------------- MRAM DMA
 def mram_mbps(hw: Hardware, size: int, write: bool, n: int = 1024) -> float:
-    """One tasklet timing ``n`` transfers of ``size`` bytes (the timer brackets the call)."""
-    loop = Loop(n, 0.0, writes=(size,)) if write else Loop(n, 0.0, reads=(size,))
+    """One tasklet timing ``n`` transfers of ``size`` bytes as PrIM's MRAM-Latency does: its
+    timed interval holds the transfer and the loop's timing instructions
+    (:data:`pimrl.calibration.fit.MRAM_LATENCY_TIMED_INSTRUCTIONS`)."""
+    k = MRAM_LATENCY_TIMED_INSTRUCTIONS
+    loop = Loop(n, k, writes=(size,)) if write else Loop(n, k, reads=(size,))
     prog = MicroProgram(f"mram-{'write' if write else 'read'}-{size}", loop, 1)
     return n * size / run_kernel(hw, prog) / 1e6
 

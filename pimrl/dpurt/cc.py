@@ -46,7 +46,12 @@ MAX_TASKLETS = 24
 CODE_FLAGS = ["-fPIC", "-fno-semantic-interposition", "-mno-red-zone", "-fno-tree-vectorize", "-fno-tree-slp-vectorize",
               "-ffp-contract=off", "-fno-stack-protector", "-fcf-protection=none",
               "-fno-asynchronous-unwind-tables", "-fno-plt", "-Wno-int-to-pointer-cast",
-              "-Wno-pointer-to-int-cast", "-D__PIMRL_DPURT__=1"]
+              "-Wno-pointer-to-int-cast", "-D__PIMRL_DPURT__=1",
+              # loops of a small constant trip count unrolled completely, as the DPU
+              # toolchain's clang -O2 does (gcc -O2 only when the code does not grow); trip
+              # counts not inferred from array bounds, so an overrunning loop still runs
+              # (and faults) as on the DPU
+              "-fpeel-loops", "-fno-aggressive-loop-optimizations"]
 LINK_FLAGS = ["-shared", "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack"]
 
 

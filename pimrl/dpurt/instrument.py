@@ -17,7 +17,8 @@ running tasklet's modelled instructions advance block by block, and a tasklet th
 a quantum of instructions without a runtime call can give way to an earlier one (the
 runtime fills ``dpurt_bbw`` with the block costs when it is set up). The inserted lines
 are not counted. Each block's static instructions are classified (:func:`classify`) into plain
-instructions and emulated operations; ``block_cost`` turns a block into DPU instructions
+instructions and emulated operations (the argument moves of a DMA call are its DPU
+instruction's operands: :func:`dma_operand_moves`); ``block_cost`` turns a block into DPU instructions
 with the hardware's ``op_instructions`` (docs/dpu-runtime.md, "Time").
 """
 from __future__ import annotations
@@ -179,6 +180,39 @@ def classify(mnemonic: str, operands: str, next_mnemonic: str | None,
     return 1.0, None, 0
 
 
+#: The DMA routines: on a DPU each is one instruction (``ldma``/``sdma``) whose operands are
+#: the two addresses in registers and the size as an immediate or a register.
+DMA_ROUTINES = ("mram_read", "mram_write")
+_DMA_CALL = re.compile(r"\b(?:" + "|".join(DMA_ROUTINES) + r")\b")
+#: The host's first three argument registers: wram/mram address and size of a DMA call.
+_ARG_FAMILIES = ("di", "si", "d")
+_PLAIN_SOURCE = re.compile(r"^(\$[-\w.+]+|%[a-z0-9]+)$")
+
+
+def dma_operand_moves(instrs) -> set:
+    """Indexes of the instructions of a block ending in a call of ``mram_read`` or
+    ``mram_write`` that only place the call's arguments: the last write to each argument
+    register before the call, if it is a move of an immediate or a register. On a DPU the
+    call is one DMA instruction and these are its operands (the x86 calling convention's
+    moves, not DPU instructions); an address computed for the call (``lea``, ``add``) stays
+    counted. The call itself is counted once, as the DMA instruction."""
+    if not instrs or not instrs[-1][0].startswith("call") or not _DMA_CALL.search(instrs[-1][1]):
+        return set()
+    free, seen = set(), set()
+    for i in range(len(instrs) - 2, -1, -1):
+        m, ops, _ = instrs[i]
+        parts = [o.strip() for o in ops.split(",")] if ops else []
+        dest = _REG_NAME.fullmatch(parts[-1]) if parts else None
+        family = _reg_family(dest.group(1)) if dest else None
+        if family not in _ARG_FAMILIES or family in seen:
+            continue
+        seen.add(family)
+        if (m.startswith("mov") and len(parts) == 2 and _PLAIN_SOURCE.match(parts[0])
+                and "(" not in ops):
+            free.add(i)
+    return free
+
+
 def _split(line: str):
     """(mnemonic, operands) of an instruction line."""
     text = line.split("#", 1)[0].strip()
@@ -312,7 +346,10 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
     for blk in blocks:                # classify each block with its address registers
         instrs = pending_instr[id(blk)]
         regs = address_registers([(m, ops) for m, ops, _ in instrs])
-        for m, ops, nxt in instrs:
+        operands = dma_operand_moves(instrs)
+        for i, (m, ops, nxt) in enumerate(instrs):
+            if i in operands:
+                continue
             plain, op, k = classify(m, ops, nxt, regs)
             blk[0] += plain
             if op:

@@ -32,7 +32,7 @@ from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, 
 
 ABI = 3
 #: Instructions charged per runtime call (the call sequence in the program is counted too).
-RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 2.0,
+RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 0.0,
                  "alloc": 6.0, "printf": 50.0, "perfcounter": 2.0}
 #: DPU instructions a tasklet runs without a runtime call before it may give way to a tasklet
 #: that is earlier in modelled time (smaller: finer interleaving, slower simulation).

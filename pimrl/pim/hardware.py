@@ -49,9 +49,10 @@ class Hardware:
     stack_bytes_per_tasklet: int = 256   # WRAM stack reserved per tasklet
     # DMA: alpha + beta * bytes cycles per transfer. beta is PrIM's; the alphas are fitted
     # jointly (minimax relative error, integer cycles) to the 2,048-B mram_read/mram_write
-    # bandwidths and STREAM COPY-DMA: pimrl.calibration.fit.fit_dma_alphas.
-    dma_alpha_read: float = 84.0         # cycles per mram_read
-    dma_alpha_write: float = 76.0        # cycles per mram_write
+    # bandwidths as PrIM's MRAM-Latency loop times them and STREAM COPY-DMA:
+    # pimrl.calibration.fit.fit_dma_alphas.
+    dma_alpha_read: float = 69.0         # cycles per mram_read
+    dma_alpha_write: float = 60.0        # cycles per mram_write
     dma_beta: float = 0.5                # cycles per byte
     # Single-rank host transfers (PrIM, SDK 2021.1), GB/s.
     serial_to_dpu_gbps: float = 0.27

@@ -3,7 +3,10 @@
     cc app.c $(dpu-pkg-config --cflags --libs dpu)
 
 points the compiler at pimrl's ``dpu.h`` and ``libdpu.so``, the SDK host API served by the
-Python simulator. ``--libs`` builds the library first when it is missing or older than its
+Python simulator. ``--modelled-clock`` (pimrl only) adds ``-DPIMRL_MODELLED_CLOCK=1`` to the
+flags: a program built with it runs on the modelled clock (its own host clock advances by
+the modelled time of each simulator call in place of the call's wall time, as with
+``PIMRL_MODELLED_CLOCK=1`` in the environment, which when set decides; docs/real-hardware.md). ``--libs`` builds the library first when it is missing or older than its
 sources. ``PIMRL_SHIM_BUILD_DIR`` picks another build folder. Installed as a command by
 ``pip install`` (and run by ``bin/dpu-pkg-config`` in a checkout).
 """
@@ -14,10 +17,14 @@ import sys
 
 SDK_VERSION = "2025.1.0"
 PROG = "dpu-pkg-config"
-USAGE = f"""usage: {PROG} [--cflags] [--libs] [--modversion] [--exists] dpu
+USAGE = f"""usage: {PROG} [--cflags] [--libs] [--modversion] [--exists] [--modelled-clock] dpu
        {PROG} --version | --help
 pimrl simulator shim: flags for building UPMEM host programs against pimrl's libdpu.so.
+  --modelled-clock  the program's host clock is the modelled clock (pimrl only)
 """
+#: What ``--modelled-clock`` adds: dpu.h then defines ``pimrl_modelled_clock_built``, which
+#: libdpu.so reads at the first simulator call.
+MODELLED_CLOCK_FLAG = "-DPIMRL_MODELLED_CLOCK=1"
 
 
 def main(argv=None) -> int:
@@ -36,6 +43,8 @@ def main(argv=None) -> int:
             want.add("libs")
         elif arg in ("--modversion", "--exists"):
             want.add(arg[2:])
+        elif arg == "--modelled-clock":
+            want.add("modelled-clock")
         elif arg == "--version":
             print(f"{SDK_VERSION} (pimrl simulator shim)")
             return 0
@@ -57,7 +66,7 @@ def main(argv=None) -> int:
             print(f"Package {p} was not found in the pkg-config search path (pimrl provides "
                   "only 'dpu').", file=sys.stderr)
             return 1
-    if want <= {"exists"}:
+    if want <= {"exists", "modelled-clock"}:
         return 0
     if "modversion" in want:
         print(SDK_VERSION)
@@ -76,6 +85,9 @@ def main(argv=None) -> int:
             return 1
     flags = build.pkg_config_flags(build_dir)
     out = [flags[k] for k in ("cflags", "libs") if k in want]
+    if "modelled-clock" in want and want & {"cflags", "libs"}:
+        # on the compile line it selects the clock; on a link-only line it is inert
+        out.append(MODELLED_CLOCK_FLAG)
     if out:
         print(" ".join(out))
     return 0
