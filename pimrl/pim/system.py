@@ -128,6 +128,15 @@ class Machine:
 _MACHINES: dict = {}
 
 
+
+def _rows(slots: np.ndarray):
+    """``slots`` as a slice when they are consecutive (the usual set: whole ranks), which
+    numpy writes row after row instead of gathering them one index at a time."""
+    s = np.asarray(slots)
+    if s.ndim == 1 and len(s) > 1 and s[-1] - s[0] == len(s) - 1 and np.all(np.diff(s) == 1):
+        return slice(int(s[0]), int(s[-1]) + 1)
+    return slots
+
 def default_machine(hardware: Hardware) -> Machine:
     key = repr(hardware)
     if key not in _MACHINES:
@@ -314,7 +323,7 @@ class DpuSet:
             a.programs.append(program)
         a.program_of[self.slots] = a.programs.index(program)
         zeroed = program.wram_used if program.globals_bytes is None else program.globals_bytes
-        a.wram[self.slots, :zeroed] = 0
+        a.wram[_rows(self.slots), :zeroed] = 0
         program.initial_data(a, self.slots)
         for s in self.slots:
             a.logs.pop(int(s), None)
@@ -370,7 +379,7 @@ class DpuSet:
             a.mram.write(slots, sym.offset + offset, data)
         elif sym.space == "wram":
             start = sym.offset + offset
-            a.wram[slots, start:start + data.shape[-1]] = data
+            a.wram[_rows(slots), start:start + data.shape[-1]] = data
         else:
             raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not writable in the simulator")
 
@@ -380,9 +389,10 @@ class DpuSet:
             return a.mram.read(slots, sym.offset + offset, length, out)
         if sym.space == "wram":
             start = sym.offset + offset
+            rows = _rows(slots)
             if out is None:
-                return a.wram[slots, start:start + length].copy()
-            out[...] = a.wram[slots, start:start + length]
+                return a.wram[rows, start:start + length].copy()
+            out[...] = a.wram[rows, start:start + length]
             return out
         raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not readable in the simulator")
 

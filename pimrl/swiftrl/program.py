@@ -193,14 +193,15 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             blk_hi[t] = j + n
                         # The record's four words in the tasklet's buffer.
                         w = t * block_words + ((j - blk_lo[t]) << 2)
-                        s = buf_i32[w]
-                        s2 = buf_i32[w + 1]
-                        flags = buf_i32[w + 3]
-                        a = flags & 0xFF
-                        b = (flags >> 8) & 0xFF
-                        term = (flags & 0xFF0000) != 0
-                        # One unsigned compare per field also catches negative states.
-                        if ((np.uint32(s) >= n_states) | (np.uint32(s2) >= n_states)
+                        # Unsigned fields: one compare each also catches negative states,
+                        # and indexing with them needs no negative-index wraparound.
+                        s = np.uint32(buf_i32[w])
+                        s2 = np.uint32(buf_i32[w + 1])
+                        flags = np.uint32(buf_i32[w + 3])
+                        a = flags & np.uint32(0xFF)
+                        b = (flags >> np.uint32(8)) & np.uint32(0xFF)
+                        term = (flags & np.uint32(0xFF0000)) != 0
+                        if ((s >= n_states) | (s2 >= n_states)
                                 | (a >= n_actions) | (CHECK_B & (b >= n_actions) & (not term))):
                             fault = FAULT_RECORD * 256 + 1 + t
                             stats[C_STEPS] = j                  # the offending record
