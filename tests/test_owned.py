@@ -81,13 +81,8 @@ def test_one_dpu_is_plain_q_learning_over_the_state_sorted_data():
     assert np.array_equal(tr.dpu_tables_[0], expect.q_raw)
 
 
-@pytest.mark.parametrize("dtype,sampling", [("fp32", "seq"), ("int32", "str"), ("fp32", "ran"),
-                                            ("int32", "ran")])
-def test_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling):
-    rec = skewed_records()
-    p = LearnerParams(epochs=6, dtype=dtype, sampling=sampling)
-    q_ref, raw_ref, plan = reference_owned(rec, S, A, p, 7, 3, 3)
-    assert plan.split[4]                   # the heavy state is shared
+def fits_at_1_and_2_threads(rec, p):
+    """(threads, fitted trainer) on 7 DPUs x 3 tasklets, own:3, at 1 and 2 numba threads."""
     for threads in (1, 2):
         numba.set_num_threads(threads)
         try:
@@ -95,6 +90,17 @@ def test_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling):
                             keep_dpu_tables=True).fit(rec, S, A)
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        yield threads, tr
+
+
+@pytest.mark.parametrize("dtype,sampling", [("fp32", "seq"), ("int32", "str"), ("fp32", "ran"),
+                                            ("int32", "ran")])
+def test_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling):
+    rec = skewed_records()
+    p = LearnerParams(epochs=6, dtype=dtype, sampling=sampling)
+    q_ref, raw_ref, plan = reference_owned(rec, S, A, p, 7, 3, 3)
+    assert plan.split[4]                   # the heavy state is shared
+    for threads, tr in fits_at_1_and_2_threads(rec, p):
         assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), threads
         assert np.array_equal(tr.q_, q_ref)
 
@@ -170,17 +176,9 @@ def test_sarsa_numba_kernel_bit_exact_with_reference_any_threads(dtype, sampling
                       next_action=next_action, epsilon=0.3)
     q_ref, raw_ref, plan = reference_owned(rec, S, A, p, 7, 3, 3)
     assert plan.split[4]
-    tables = []
-    for threads in (1, 2):
-        numba.set_num_threads(threads)
-        try:
-            tr = PimTrainer(p, n_dpus=7, tasklets=3, aggregate="own:3",
-                            keep_dpu_tables=True).fit(rec, S, A)
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    for threads, tr in fits_at_1_and_2_threads(rec, p):
         assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32)), threads
         assert np.array_equal(tr.q_, q_ref)
-        tables.append(tr.q_)
     # The other next-action mode learns another table (the weights differ).
     other = "logged" if next_action == "epsilon-greedy" else "epsilon-greedy"
     q_other, _, _ = reference_owned(rec, S, A, LearnerParams(

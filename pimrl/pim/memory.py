@@ -109,10 +109,12 @@ class PagedMram:
 
 @njit(cache=True, inline="always")
 def mram_words_to_wram(page_row, pool64, addr, dst64, dst_off, n):
-    """:func:`mram_copy_to_wram` for a DMA the rules allow (``addr``, ``dst_off`` and ``n``
-    multiples of 8), on 8-byte views made once by the caller (``pool64``: the pool as
-    uint64 words; ``dst64``: the WRAM row as uint64 words). It makes no array views of its
-    own, so a one-record DMA costs a few loads, not the reference counting of four views."""
+    """Copy ``n`` MRAM bytes at ``addr`` of one bank (its ``page_row``) into WRAM at byte
+    ``dst_off``, for a DMA the rules allow (``addr``, ``dst_off`` and ``n`` multiples of 8),
+    in 8-byte words as the DMA engine moves them. It works on 8-byte views made once by the
+    caller (``pool64``: the page pool as uint64 words; ``dst64``: the WRAM row as uint64
+    words) and makes none of its own, so a one-record DMA costs a few loads, not the
+    reference counting of four array views."""
     done = 0
     while done < n:
         a = addr + done
@@ -128,34 +130,4 @@ def mram_words_to_wram(page_row, pool64, addr, dst64, dst_off, n):
         else:
             for i in range(chunk >> 3):
                 dst64[o + i] = pool64[pid - 1, w + i]
-        done += chunk
-
-
-@njit(cache=True, inline="always")
-def mram_copy_to_wram(page_row, pool, addr, dst, dst_off, n):
-    """Copy n MRAM bytes at ``addr`` of one bank (its ``page_row``) into ``dst[dst_off:]``."""
-    done = 0
-    while done < n:
-        a = addr + done
-        page = a >> PAGE_SHIFT
-        lo = a & (PAGE_BYTES - 1)
-        chunk = min(n - done, PAGE_BYTES - lo)
-        pid = page_row[page]
-        o = dst_off + done
-        if (o | lo | chunk) & 7 == 0:
-            # 8-byte words, as the DMA engine moves them (every DMA the rules allow).
-            d64 = dst[o:o + chunk].view(np.uint64)
-            if pid == 0:
-                d64[:] = 0
-            else:
-                s64 = pool[pid - 1, lo:lo + chunk].view(np.uint64)
-                for i in range(chunk >> 3):
-                    d64[i] = s64[i]
-        elif pid == 0:
-            for i in range(chunk):
-                dst[o + i] = 0
-        else:
-            src = pool[pid - 1]
-            for i in range(chunk):
-                dst[o + i] = src[lo + i]
         done += chunk
