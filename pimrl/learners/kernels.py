@@ -89,6 +89,34 @@ def bootstrap(q, s2, b, is_q, draw, eps, x):
     return row_value(q, s2), x, q.shape[1], 1
 
 
+# The two halves every update shares: the target r + gamma * value, and the step of
+# Q[s, a] toward it (docs/design.md's rounding, FP32 and Q format).
+@njit(cache=True, inline="always")
+def target_i32(r, gamma, m, frac, nsat):
+    """r + gamma * m in Q format, saturated: (target, ``nsat`` plus its saturations)."""
+    g, nsat = fx_mul(gamma, m, frac, nsat)
+    return sat32(np.int64(r) + np.int64(g), nsat)
+
+
+@njit(cache=True, inline="always")
+def step_f32(q, s, a, target, alpha):
+    """Q[s, a] += alpha * (target - Q[s, a]), each operation rounded to float32."""
+    cur = q[s, a]
+    q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
+
+
+@njit(cache=True, inline="always")
+def step_i32(q, s, a, target, alpha, frac, nsat):
+    """Q[s, a] += alpha * (target - Q[s, a]) in Q format, saturated: ``nsat`` plus its
+    saturations."""
+    cur = q[s, a]
+    td, nsat = sat32(np.int64(target) - np.int64(cur), nsat)
+    inc, nsat = fx_mul(alpha, td, frac, nsat)
+    new, nsat = sat32(np.int64(cur) + np.int64(inc), nsat)
+    q[s, a] = new
+    return nsat
+
+
 @njit(cache=True, inline="always")
 def update_f32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, x):
     """One FP32 update of ``q`` (float32 (S, A)): (new rng state, scanned, draws)."""
@@ -98,8 +126,7 @@ def update_f32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, x):
     else:
         m, x, scanned, draws = bootstrap(q, s2, b, is_q, draw, eps, x)
         target = np.float32(r + np.float32(gamma * m))
-    cur = q[s, a]
-    q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
+    step_f32(q, s, a, target, alpha)
     return x, scanned, draws
 
 
@@ -112,13 +139,8 @@ def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
         target = r
     else:
         m, x, scanned, draws = bootstrap(q, s2, b, is_q, draw, eps, x)
-        g, nsat = fx_mul(gamma, m, frac, nsat)
-        target, nsat = sat32(np.int64(r) + np.int64(g), nsat)
-    cur = q[s, a]
-    td, nsat = sat32(np.int64(target) - np.int64(cur), nsat)
-    inc, nsat = fx_mul(alpha, td, frac, nsat)
-    new, nsat = sat32(np.int64(cur) + np.int64(inc), nsat)
-    q[s, a] = new
+        target, nsat = target_i32(r, gamma, m, frac, nsat)
+    nsat = step_i32(q, s, a, target, alpha, frac, nsat)
     return x, scanned, draws, nsat
 
 
@@ -197,8 +219,7 @@ def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q
         else:
             m = v[s2]
         target = np.float32(r + np.float32(gamma * m))
-    cur = q[s, a]
-    q[s, a] = np.float32(cur + np.float32(alpha * np.float32(target - cur)))
+    step_f32(q, s, a, target, alpha)
     return scanned
 
 
@@ -217,13 +238,8 @@ def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac
             m, scanned, nsat = policy_value_i32(q, s2, eg, w, s2 - w_lo, cmean, cmax, frac, nsat)
         else:
             m = v[s2]
-        g, nsat = fx_mul(gamma, m, frac, nsat)
-        target, nsat = sat32(np.int64(r) + np.int64(g), nsat)
-    cur = q[s, a]
-    td, nsat = sat32(np.int64(target) - np.int64(cur), nsat)
-    inc, nsat = fx_mul(alpha, td, frac, nsat)
-    new, nsat = sat32(np.int64(cur) + np.int64(inc), nsat)
-    q[s, a] = new
+        target, nsat = target_i32(r, gamma, m, frac, nsat)
+    nsat = step_i32(q, s, a, target, alpha, frac, nsat)
     return scanned, nsat
 
 
