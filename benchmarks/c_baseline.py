@@ -19,10 +19,12 @@ import numpy as np
 
 from pimrl.learners import fixedpoint
 from pimrl.learners.variants import (
-    P_ALPHA32, P_ALPHA_FX, P_EPS, P_GAMMA32, P_GAMMA_FX, SAMPLING, Variant,
+    P_ALPHA32, P_ALPHA_FX, P_EPS, P_GAMMA32, P_GAMMA_FX, Variant,
 )
 
 SOURCE = Path(__file__).with_name("cpu_loop.c")
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"     # the DPU kernels' shared headers
+HEADERS = ("swiftrl_variants.h", "swiftrl_arith.h")
 CFLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-pthread"]
 
 
@@ -35,11 +37,10 @@ def build(variant: Variant, build_dir: Path | None = None) -> Path:
     cc = compiler()
     if cc is None:
         raise RuntimeError("no C compiler (cc or gcc, or $CC) to build the C loop")
-    defines = {"ALGO": variant.codes()["algo"], "IS_INT": variant.codes()["dtype"],
-               "SAMPLING": SAMPLING.code(variant.sampling),
-               "DRAW": variant.codes()["next_action"]}
-    flags = CFLAGS + [f"-D{k}={v}" for k, v in defines.items()]
-    tag = hashlib.sha256(SOURCE.read_bytes() + " ".join([cc] + flags).encode()).hexdigest()[:12]
+    defines = {**variant.c_defines(), "DRAW": variant.codes()["next_action"]}
+    flags = CFLAGS + [f"-I{KERNELS}"] + [f"-D{k}={v}" for k, v in defines.items()]
+    sources = SOURCE.read_bytes() + b"".join((KERNELS / h).read_bytes() for h in HEADERS)
+    tag = hashlib.sha256(sources + " ".join([cc] + flags).encode()).hexdigest()[:12]
     out_dir = build_dir or Path(tempfile.gettempdir()) / "pimrl-cpu-loop"
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"cpu_loop-{variant.key}-{tag}"

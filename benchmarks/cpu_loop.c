@@ -6,9 +6,11 @@
  * or saturating Q-format int32; xorshift32 streams seeded by lane number), so its tables
  * equal the numba baseline's bit for bit and the benchmark checks that they do.
  *
- * The variant is fixed when it is built, as in the numba loops:
- *   cc -O3 -march=native -ffp-contract=off -pthread -DALGO=0 -DIS_INT=0 -DSAMPLING=0 -DDRAW=0 \
- *      cpu_loop.c -o cpu_loop
+ * The variant is fixed when it is built, as in the numba loops, with the C kernel's -D flags
+ * (Variant.c_defines) and DRAW (1: SARSA draws b' epsilon-greedily); the codes and the
+ * arithmetic (xorshift32, below, saturating Q format) come from the DPU kernels' headers:
+ *   cc -O3 -march=native -ffp-contract=off -pthread -I kernels -DSWIFTRL_ALGO=0 \
+ *      -DSWIFTRL_DTYPE=0 -DSWIFTRL_SAMPLING=0 -DDRAW=0 cpu_loop.c -o cpu_loop
  * Usage: cpu_loop RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q
  *   RECORDS: raw 16-byte records (reward already in Q format for IS_INT=1); ALPHA and GAMMA
  *   are float32 bit patterns (IS_INT=0) or Q-format integers (IS_INT=1); OUT_Q receives the
@@ -22,18 +24,21 @@
 #include <string.h>
 #include <time.h>
 
-#ifndef ALGO
-#define ALGO 0 /* 0 Q-learning, 1 SARSA */
+#include "swiftrl_variants.h"
+#ifndef SWIFTRL_ALGO
+#define SWIFTRL_ALGO SWIFTRL_ALGO_Q
 #endif
-#ifndef IS_INT
-#define IS_INT 0
+#ifndef SWIFTRL_DTYPE
+#define SWIFTRL_DTYPE SWIFTRL_FP32
 #endif
-#ifndef SAMPLING
-#define SAMPLING 0 /* 0 SEQ, 1 STR, 2 RAN */
+#ifndef SWIFTRL_SAMPLING
+#define SWIFTRL_SAMPLING SWIFTRL_SEQ
 #endif
 #ifndef DRAW
 #define DRAW 0 /* SARSA: 1 draws b' epsilon-greedily */
 #endif
+#include "swiftrl_arith.h"
+#define IS_INT (SWIFTRL_DTYPE == SWIFTRL_INT32)
 
 #if IS_INT
 typedef int32_t q_t;
@@ -55,14 +60,6 @@ static uint64_t EPS;
 static q_t ALPHA, GAMMA;
 static int64_t *SAT;
 
-static inline uint32_t xorshift32(uint32_t x)
-{
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return x;
-}
-static inline int64_t below(uint32_t x, int64_t n) { return (int64_t)(((uint64_t)x * (uint64_t)n) >> 32); }
 
 static inline uint32_t fmix32(uint32_t h)
 {
@@ -80,19 +77,6 @@ static uint32_t lane_seed(uint64_t seed, uint64_t lane)
     return st ? st : 0x6D2B79F5u;
 }
 
-#if IS_INT
-static inline int32_t sat32(int64_t v, int64_t *nsat)
-{
-    if (v > INT32_MAX) { ++*nsat; return INT32_MAX; }
-    if (v < INT32_MIN) { ++*nsat; return INT32_MIN; }
-    return (int32_t)v;
-}
-static inline int32_t fx_mul(int32_t a, int32_t b, int64_t *nsat)
-{
-    int64_t p = (int64_t)a * (int64_t)b;
-    return sat32((p + ((int64_t)1 << (FRAC - 1))) >> FRAC, nsat);
-}
-#endif
 
 static inline q_t row_max(const q_t *row)
 {
@@ -115,13 +99,13 @@ static inline void update(q_t *q, const rec_t *x, uint32_t *rng, int64_t *nsat)
     } else {
         const q_t *row = q + (int64_t)x->s2 * A;
         q_t m;
-#if ALGO == 0
+#if SWIFTRL_ALGO == SWIFTRL_ALGO_Q
         m = row_max(row);
 #elif DRAW
         *rng = xorshift32(*rng);
         if ((uint64_t)*rng < EPS) {
             *rng = xorshift32(*rng);
-            m = row[below(*rng, A)];
+            m = row[below(*rng, (uint32_t)A)];
         } else {
             m = row_max(row);
         }
@@ -129,7 +113,7 @@ static inline void update(q_t *q, const rec_t *x, uint32_t *rng, int64_t *nsat)
         m = row[x->b];
 #endif
 #if IS_INT
-        target = sat32((int64_t)r + fx_mul(GAMMA, m, nsat), nsat);
+        target = sat32((int64_t)r + fx_mul(GAMMA, m, (int)FRAC, nsat), nsat);
 #else
         target = r + GAMMA * m;
 #endif
@@ -138,7 +122,7 @@ static inline void update(q_t *q, const rec_t *x, uint32_t *rng, int64_t *nsat)
     q_t cur = *cell;
 #if IS_INT
     int32_t td = sat32((int64_t)target - cur, nsat);
-    *cell = sat32((int64_t)cur + fx_mul(ALPHA, td, nsat), nsat);
+    *cell = sat32((int64_t)cur + fx_mul(ALPHA, td, (int)FRAC, nsat), nsat);
 #else
     *cell = cur + ALPHA * (target - cur);
 #endif
@@ -155,15 +139,15 @@ static void *worker(void *arg)
         uint32_t rng = RNG[p];
         int64_t nsat = 0;
         for (int64_t e = 0; e < EPOCHS; e++) {
-#if SAMPLING == 0
+#if SWIFTRL_SAMPLING == SWIFTRL_SEQ
             for (int64_t j = start; j < end; j++) update(q, &R[j], &rng, &nsat);
-#elif SAMPLING == 1
+#elif SWIFTRL_SAMPLING == SWIFTRL_STR
             for (int64_t o = 0; o < STRIDE && o < n; o++)
                 for (int64_t j = start + o; j < end; j += STRIDE) update(q, &R[j], &rng, &nsat);
 #else
             for (int64_t k = 0; k < n; k++) {
                 rng = xorshift32(rng);
-                update(q, &R[start + below(rng, n)], &rng, &nsat);
+                update(q, &R[start + below(rng, (uint32_t)n)], &rng, &nsat);
             }
 #endif
         }
