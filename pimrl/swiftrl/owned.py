@@ -407,14 +407,6 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     trainer.timings_ = dpus.ledger()
     trainer.timings_.measure("host_aggregation", agg_s)
     trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
-    trainer.counters_ = counters
-    trainer.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
-    trainer.n_updates_ = int(counters[:, kcost.C["updates"]].sum())
-    trainer.bounds_ = plan.bounds
     trainer.plan_ = plan
-    trainer.program_ = program
-    trainer.hardware_ = hw
     trainer.rounds_ = history
-    if trainer.keep_dpu_tables:
-        trainer.dpu_tables_ = tables.copy()
-    return trainer
+    return trainer._set_learned(counters, plan.bounds, program, hw, tables)

@@ -65,6 +65,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
     VISITS = bool(count_visits)
     USES_RNG = variant.uses_rng
     OWNED = variant.owned
+    RAW = np.int32 if IS_INT else np.float32        # the table's raw type in WRAM
     EG = variant.epsilon_greedy                           # owned SARSA's target policy
     CHECK_B = variant.algo == "sarsa" and not DRAW and not OWNED    # reads the logged b
 
@@ -89,23 +90,17 @@ def _build_kernel(variant: Variant, count_visits: bool):
             stats = row[off_stats:off_stats + 8 * N_COUNTERS].view(np.int64)
             visits = row[off_visits:off_visits + 4 * nq].view(np.uint32).reshape((n_states, n_actions))
             buf_i32 = row[off_buf:off_buf + buf_len].view(np.int32)
+            q = row[off_q:off_q + 4 * nq].view(RAW).reshape((n_states, n_actions))
+            buf_r = row[off_buf:off_buf + buf_len].view(RAW)
+            vv = row[off_v:off_v + 4 * n_states].view(RAW)
+            edges = row[off_vout:off_vout + 8 * n_actions].view(RAW)
+            vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(RAW)
+            wt = row[off_w:off_w + 4 * nq].view(RAW).reshape((n_states, n_actions))
             if IS_INT:
-                q = row[off_q:off_q + 4 * nq].view(np.int32).reshape((n_states, n_actions))
-                buf_r = row[off_buf:off_buf + buf_len].view(np.int32)
-                vv = row[off_v:off_v + 4 * n_states].view(np.int32)
-                edges = row[off_vout:off_vout + 8 * n_actions].view(np.int32)
-                vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.int32)
-                wt = row[off_w:off_w + 4 * nq].view(np.int32).reshape((n_states, n_actions))
                 alpha, gamma = learning_rates_i32(params)
                 cmax = np.int32(params[P_POLICY_MAX_FX])
                 cmean = np.int32(params[P_POLICY_MEAN_FX])
             else:
-                q = row[off_q:off_q + 4 * nq].view(np.float32).reshape((n_states, n_actions))
-                buf_r = row[off_buf:off_buf + buf_len].view(np.float32)
-                vv = row[off_v:off_v + 4 * n_states].view(np.float32)
-                edges = row[off_vout:off_vout + 8 * n_actions].view(np.float32)
-                vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(np.float32)
-                wt = row[off_w:off_w + 4 * nq].view(np.float32).reshape((n_states, n_actions))
                 alpha, gamma = learning_rates_f32(params)
                 cmax = f32_scalar(params[P_POLICY_MAX32])
                 cmean = f32_scalar(params[P_POLICY_MEAN32])

@@ -243,6 +243,12 @@ class PimTrainer:
                                           dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
+        return self._set_learned(counters, bounds, program, hw, raw)
+
+    def _set_learned(self, counters, bounds, program, hw, tables) -> "PimTrainer":
+        """The state every scheme's ``fit`` ends with: the launches' summed work counters and
+        what follows from them, the partition, the program, the hardware and (with
+        ``keep_dpu_tables``) a copy of the DPUs' last tables."""
         self.counters_ = counters
         self.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
         self.n_updates_ = int(counters[:, kcost.C["updates"]].sum())
@@ -250,5 +256,5 @@ class PimTrainer:
         self.program_ = program
         self.hardware_ = hw
         if self.keep_dpu_tables:
-            self.dpu_tables_ = raw.copy()
+            self.dpu_tables_ = tables.copy()
         return self
