@@ -8,7 +8,8 @@ For each variant and thread count, the numba CPU baseline (``pimrl train --backe
 -ffp-contract=off``, pthreads) learn the same partitions of the same records in the same
 update order; their tables are checked equal bit for bit, and the table prints each one's
 updates per second and the ratio numba / C. The two are timed alternately (best of
-``--repeats`` each), so a load on this shared machine hits both alike. Times are *measured*
+``--repeats`` rounds each, a round the better of two trainings in one process, so both are
+timed with warm caches), and a load on this shared machine hits both alike. Times are *measured*
 wall clock of the training loops only (numba's compilation and the C program's start and
 file reading excluded). Where a GPU is present the GPU baseline is added; elsewhere it says
 "GPU: not measured". Figures are printed, never asserted.
@@ -37,15 +38,17 @@ from pimrl.learners.variants import ALL_VARIANTS, expand_variants, parse_variant
 
 
 def compare(records, env, params, threads, repeats):
-    """Best-of-``repeats`` numba and C timings of one variant at one thread count."""
+    """Best-of numba and C timings of one variant at one thread count: ``repeats`` rounds,
+    alternately, each the best of two trainings in one process (the first warms the caches
+    for the second, on both sides)."""
     best_nb = best_c = float("inf")
     res = c = None
     for _ in range(repeats):
         res = cpu_baseline(records, env.n_states, env.n_actions, params, threads=threads,
-                           check=False)
-        best_nb = min(best_nb, res.train_seconds)
+                           repeats=2, check=False)
+        best_nb = min(best_nb, *res.repeat_train_seconds)
         c = run_c_loop(records, env.n_states, env.n_actions, params, partitions=res.partitions,
-                       threads=threads)
+                       threads=threads, repeats=2)
         best_c = min(best_c, c["train_measured_s"])
     same = (np.array_equal(res.q_raw, c["q_raw"]) and c["saturations"] == res.saturations)
     updates = len(records) * params.epochs

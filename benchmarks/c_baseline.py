@@ -4,7 +4,8 @@ binary per variant, run on the same records and partitions as the numba CPU base
 ``run_c_loop(records, n_states, n_actions, params, partitions, threads)`` returns the raw
 tables, the lane streams, the saturation count and the measured training seconds (the C
 program's own CLOCK_MONOTONIC around its threads, so process start and file reading are
-excluded, as numba's compilation is from the numba figure).
+excluded, as numba's compilation is from the numba figure; with ``repeats``, the shortest of
+that many trainings in one process).
 """
 from __future__ import annotations
 
@@ -52,8 +53,10 @@ def build(variant: Variant, build_dir: Path | None = None) -> Path:
 
 
 def run_c_loop(records, n_states, n_actions, params, partitions: int, threads: int,
-               workdir: Path | None = None) -> dict:
-    """Train with the C loop; ``records`` as the numba baseline takes them."""
+               workdir: Path | None = None, repeats: int = 1) -> dict:
+    """Train with the C loop; ``records`` as the numba baseline takes them. The training
+    runs ``repeats`` times in the one process (each from zeroed tables) and the shortest
+    time is returned, as ``cpu_baseline(repeats=)`` gives numba's."""
     variant = Variant.of(params)
     binary = build(variant)
     rec = np.ascontiguousarray(records).copy()
@@ -70,7 +73,7 @@ def run_c_loop(records, n_states, n_actions, params, partitions: int, threads: i
         args = [str(binary), str(rpath), str(len(rec)), str(n_states), str(n_actions),
                 str(partitions), str(threads), str(params.epochs), str(params.stride),
                 str(int(scal[P_EPS])), str(params.frac_bits), str(alpha), str(gamma),
-                str(params.seed), str(qpath)]
+                str(params.seed), str(qpath), str(int(repeats))]
         out = subprocess.run(args, check=True, capture_output=True, text=True).stdout.split()
         raw = np.fromfile(qpath, dtype=np.uint8)
     nq = partitions * n_states * n_actions * 4

@@ -11,11 +11,13 @@
  * arithmetic (xorshift32, below, saturating Q format) come from the DPU kernels' headers:
  *   cc -O3 -march=native -ffp-contract=off -pthread -I kernels -DSWIFTRL_ALGO=0 \
  *      -DSWIFTRL_DTYPE=0 -DSWIFTRL_SAMPLING=0 -DDRAW=0 cpu_loop.c -o cpu_loop
- * Usage: cpu_loop RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q
+ * Usage: cpu_loop RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q [REPEATS]
  *   RECORDS: raw 16-byte records (reward already in Q format for IS_INT=1); ALPHA and GAMMA
  *   are float32 bit patterns (IS_INT=0) or Q-format integers (IS_INT=1); OUT_Q receives the
- *   P tables (raw) then P uint32 lane streams. Prints the training wall time (seconds,
- *   CLOCK_MONOTONIC around the threads' work only) and the saturation count.
+ *   P tables (raw) then P uint32 lane streams. The training runs REPEATS times (default 1),
+ *   each from zeroed tables and freshly seeded streams, as the numba baseline repeats in one
+ *   process. Prints the shortest training wall time (seconds, CLOCK_MONOTONIC around the
+ *   threads' work only) and the saturation count.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -159,8 +161,8 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 15) {
-        fprintf(stderr, "usage: %s RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q\n", argv[0]);
+    if (argc != 15 && argc != 16) {
+        fprintf(stderr, "usage: %s RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q [REPEATS]\n", argv[0]);
         return 2;
     }
     N = atoll(argv[2]); S = atoll(argv[3]); A = atoll(argv[4]); P = atoll(argv[5]);
@@ -168,6 +170,8 @@ int main(int argc, char **argv)
     EPS = strtoull(argv[9], NULL, 10); FRAC = atoll(argv[10]);
     int64_t alpha = atoll(argv[11]), gamma = atoll(argv[12]);
     uint64_t seed = strtoull(argv[13], NULL, 10);
+    int64_t repeats = argc == 16 ? atoll(argv[15]) : 1;
+    if (repeats < 1) return 2;
 #if IS_INT
     ALPHA = (int32_t)alpha; GAMMA = (int32_t)gamma;
 #else
@@ -185,14 +189,20 @@ int main(int argc, char **argv)
     Q = calloc((size_t)(P * S * A), sizeof(q_t));
     RNG = malloc((size_t)P * sizeof(uint32_t));
     SAT = calloc((size_t)P, sizeof(int64_t));
-    for (int64_t p = 0; p < P; p++) RNG[p] = lane_seed(seed, (uint64_t)p);
     pthread_t th[256];
     if (THREADS < 1 || THREADS > 256) return 2;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int64_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
-    for (int64_t t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double best = 0;
+    for (int64_t rep = 0; rep < repeats; rep++) {
+        memset(Q, 0, (size_t)(P * S * A) * sizeof(q_t));
+        for (int64_t p = 0; p < P; p++) RNG[p] = lane_seed(seed, (uint64_t)p);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int64_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
+        for (int64_t t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double dt = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+        if (rep == 0 || dt < best) best = dt;
+    }
     int64_t nsat = 0;
     for (int64_t p = 0; p < P; p++) nsat += SAT[p];
     FILE *o = fopen(argv[14], "wb");
@@ -201,6 +211,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: cannot write\n", argv[14]);
         return 1;
     }
-    printf("%.9f %lld\n", (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec), (long long)nsat);
+    printf("%.9f %lld\n", best, (long long)nsat);
     return 0;
 }

@@ -45,6 +45,7 @@ class CpuResult:
     train_seconds: float           # median training part
     aggregate_seconds: float       # median averaging part
     repeat_seconds: list = field(default_factory=list)
+    repeat_train_seconds: list = field(default_factory=list)   # training part of each repeat
     threads: int = 1
     partitions: int = 1
     lanes: int = 1
@@ -135,5 +136,6 @@ def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
     return CpuResult(q=q, q_raw=q_raw, seconds=float(np.median(times)),
                      train_seconds=float(np.median(train_t)),
                      aggregate_seconds=float(np.median(agg_t)), repeat_seconds=times,
+                     repeat_train_seconds=train_t,
                      threads=threads, partitions=partitions, lanes=lanes,
                      n_updates=len(records) * params.epochs, saturations=int(sat.sum()))

@@ -16,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from pimrl.learners.fixedpoint import INT32_MAX, INT32_MIN
 from pimrl.learners.variants import (
@@ -31,15 +34,32 @@ SEQ, STR, RAN = 0, 1, 2
 
 # --- update primitives: flags are compile-time constants in every caller ------------------
 
+@intrinsic
+def unlikely(typingctx, cond):
+    """``cond``, marked for LLVM as almost always false (``llvm.expect``): the branch it
+    guards stays a branch, laid out off the hot path, instead of being computed on every pass
+    and selected."""
+    if not isinstance(cond, types.Boolean):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i1 = ir.IntType(1)
+        expect = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i1, [i1, i1]),
+                                                "llvm.expect.i1")
+        return builder.call(expect, [args[0], ir.Constant(i1, 0)])
+    return types.boolean(types.boolean), codegen
+
+
 # The saturation count is threaded through (``n`` in, ``n`` out) rather than returned as a
-# flag per operation and summed: LLVM then keeps the rare saturating paths as branches off
-# the hot path, and the INT32 loops run about twice as fast.
+# flag per operation and summed, and its tests are marked unlikely: without the mark LLVM
+# turns each saturation into compares and selects computed on every update (the INT32 loops
+# ran 20-40 % slower, and slower still with flags summed).
 @njit(cache=True, inline="always")
 def sat32(x, n):
     """Clamp an int64 to int32: (value, ``n`` plus 1 if it saturated)."""
-    if x > INT32_MAX:
+    if unlikely(x > INT32_MAX):
         return np.int32(INT32_MAX), n + 1
-    if x < INT32_MIN:
+    if unlikely(x < INT32_MIN):
         return np.int32(INT32_MIN), n + 1
     return np.int32(x), n
 
@@ -66,13 +86,37 @@ def row_max(q, s):
 
 @njit(cache=True, inline="always")
 def row_value(q, s):
-    """max_a Q[s, a] (row_max's value without its index: the index costs the loops ~20 %)."""
+    """max_a Q[s, a] (row_max's value without its index: the index costs the loops ~20 %).
+
+    The first eight actions are a chain of compares, nested so that each test of the row
+    length is a branch taken the same way on every call: for the 4 to 8 actions of the toy
+    environments this is faster than a loop, which LLVM vectorizes into passes whose set-up
+    outweighs a short row."""
+    n = q.shape[1]
     m = q[s, 0]
-    for a in range(1, q.shape[1]):
-        v = q[s, a]
-        if v > m:
-            m = v
+    if n > 1:
+        m = _larger(m, q[s, 1])
+        if n > 2:
+            m = _larger(m, q[s, 2])
+            if n > 3:
+                m = _larger(m, q[s, 3])
+                if n > 4:
+                    m = _larger(m, q[s, 4])
+                    if n > 5:
+                        m = _larger(m, q[s, 5])
+                        if n > 6:
+                            m = _larger(m, q[s, 6])
+                            if n > 7:
+                                m = _larger(m, q[s, 7])
+                                for a in range(8, n):
+                                    m = _larger(m, q[s, a])
     return m
+
+
+@njit(cache=True, inline="always")
+def _larger(m, v):
+    """``v`` if it is greater than ``m``, else ``m`` (ties and NaN keep ``m``)."""
+    return v if v > m else m
 
 
 @njit(cache=True, inline="always")
@@ -131,10 +175,10 @@ def update_f32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, x):
 
 
 @njit(cache=True, inline="always")
-def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x):
+def update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x, nsat):
     """One INT32 Q-format update of ``q`` (int32 (S, A)):
-    (new rng state, scanned, draws, saturations)."""
-    scanned = draws = nsat = 0
+    (new rng state, scanned, draws, ``nsat`` plus its saturations)."""
+    scanned = draws = 0
     if term:
         target = r
     else:
@@ -225,10 +269,10 @@ def update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q
 
 @njit(cache=True, inline="always")
 def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac, is_q, eg, w,
-                     w_lo, cmean, cmax):
+                     w_lo, cmean, cmax, nsat):
     """One INT32 update bootstrapping as :func:`update_f32_owned` does (SARSA through
-    :func:`policy_value_i32`): (scanned, saturations)."""
-    scanned = nsat = 0
+    :func:`policy_value_i32`): (scanned, ``nsat`` plus its saturations)."""
+    scanned = 0
     if term:
         target = r
     else:
@@ -270,36 +314,55 @@ def f32_scalar(bits):
     return b.view(np.float32)[0]
 
 
-# Not inlined by numba (LLVM inlines it): numba-level inlining of this body at each loop's
-# call sites tripled the compile time of every variant (about 9 s to 3 s a variant) for no
-# measurable speed; the small primitives above stay inlined, where it does matter (INT32).
-@njit(cache=True)
-def record_update(q, words, rewards, j, v, own_lo, own_hi, is_int, owned, is_q, draw, eps,
-                  alpha, gamma, frac, x, pw, cmean, cmax):
-    """The update of record ``j`` (its 16 bytes as four words, docs/design.md), by the
-    variant's flags (compile-time constants in every caller; for owned SARSA ``draw`` says
-    epsilon-greedy), ``pw``, ``cmean`` and ``cmax`` owned SARSA's policy weights: (new rng
-    state, saturations)."""
+@njit(cache=True, inline="always")
+def record_fields(words, rewards, j):
+    """Record ``j``'s fields from its four words (docs/design.md): (s, a, r, s', b',
+    terminated)."""
     # Unsigned indices: the records were validated, and numba then drops its negative-index
     # wraparound code from every access.
     j = np.uint64(j)
     w = np.uint32(words[j, 3])
-    s, a, r, s2 = np.uint32(words[j, 0]), w & np.uint32(0xFF), rewards[j, 2], np.uint32(words[j, 1])
-    term = (w & np.uint32(0xFF0000)) != 0
-    if owned and is_int:
-        _, ns = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac,
-                                 is_q, draw, pw, 0, cmean, cmax)
-        return x, ns
-    if owned:
-        update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, draw,
-                         pw, 0, cmean, cmax)
-        return x, 0
+    return (np.uint32(words[j, 0]), w & np.uint32(0xFF), rewards[j, 2], np.uint32(words[j, 1]),
+            (w >> np.uint32(8)) & np.uint32(0xFF), (w & np.uint32(0xFF0000)) != 0)
+
+
+# The update of one record: one function per kind (not inlined by numba: LLVM inlines it
+# with the caller's constant flags folded in). Inlined by numba, every path of every flag
+# would be typed and lowered at each call site, about three times the compile time; one
+# function for every kind grew past LLVM's inlining limit, and the call then passed ~40 words
+# of arguments per update and halved the loops' speed.
+@njit(cache=True, inline="always")
+def record_update_i32(q, words, rewards, j, is_q, draw, eps, alpha, gamma, frac, x, nsat):
+    """The INT32 table update of record ``j`` (flags compile-time constants): (new rng state,
+    ``nsat`` plus its saturations)."""
+    s, a, r, s2, b, term = record_fields(words, rewards, j)
+    x, _, _, nsat = update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x,
+                               nsat)
+    return x, nsat
+
+
+@njit(cache=True, inline="always")
+def record_update_f32(q, words, rewards, j, is_q, draw, eps, alpha, gamma, x):
+    """The FP32 table update of record ``j`` (flags compile-time constants): new rng state."""
+    s, a, r, s2, b, term = record_fields(words, rewards, j)
+    x, _, _ = update_f32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, x)
+    return x
+
+
+@njit(cache=True)
+def record_update_owned(q, words, rewards, j, v, own_lo, own_hi, is_int, is_q, draw, alpha,
+                        gamma, frac, pw, cmean, cmax, nsat):
+    """The update of record ``j`` bootstrapping under state ownership (flags compile-time
+    constants; for SARSA ``draw`` says epsilon-greedy, ``pw``, ``cmean`` and ``cmax`` are
+    its policy weights): ``nsat`` plus its saturations."""
+    s, a, r, s2, b, term = record_fields(words, rewards, j)
     if is_int:
-        x, _, _, ns = update_i32(q, s, a, r, s2, (w >> np.uint32(8)) & np.uint32(0xFF), term, is_q, draw, eps, alpha,
-                                 gamma, frac, x)
-        return x, ns
-    x, _, _ = update_f32(q, s, a, r, s2, (w >> np.uint32(8)) & np.uint32(0xFF), term, is_q, draw, eps, alpha, gamma, x)
-    return x, 0
+        _, nsat = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac,
+                                   is_q, draw, pw, 0, cmean, cmax, nsat)
+        return nsat
+    update_f32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, is_q, draw, pw, 0,
+                     cmean, cmax)
+    return nsat
 
 
 @njit(cache=True)
@@ -312,6 +375,25 @@ def learning_rates_i32(scalars):
     return np.int32(scalars[P_ALPHA_FX]), np.int32(scalars[P_GAMMA_FX])
 
 
+@njit(cache=True)
+def rates_f32(scalars, policy):
+    """(alpha, gamma, cmean, cmax) as float32; cmean and cmax, owned SARSA's epsilon-greedy
+    policy weights, are read only with ``policy`` (else 0)."""
+    alpha, gamma = learning_rates_f32(scalars)
+    if policy:
+        return alpha, gamma, f32_scalar(scalars[P_POLICY_MEAN32]), f32_scalar(scalars[P_POLICY_MAX32])
+    return alpha, gamma, np.float32(0.0), np.float32(0.0)
+
+
+@njit(cache=True)
+def rates_i32(scalars, policy):
+    """:func:`rates_f32` in Q format."""
+    alpha, gamma = learning_rates_i32(scalars)
+    if policy:
+        return alpha, gamma, np.int32(scalars[P_POLICY_MEAN_FX]), np.int32(scalars[P_POLICY_MAX_FX])
+    return alpha, gamma, np.int32(0), np.int32(0)
+
+
 # --- the loops of one variant ----------------------------------------------------------------
 # A closure per variant holds the loop; its flags are captured constants, so numba drops the
 # branches of the other choices before typing and LLVM inlines the small helpers above with
@@ -319,6 +401,7 @@ def learning_rates_i32(scalars):
 # values (a captured function would carry a per-process id and defeat the cache).
 
 def _build(variant: Variant):
+    """The variant's two loops: (partitions of one lane each, partitions of several lanes)."""
     IS_INT = variant.is_int
     IS_Q = variant.algo == "q"
     DRAW = variant.epsilon_greedy        # owned: its expected value, else a drawn b'
@@ -326,23 +409,69 @@ def _build(variant: Variant):
     USES_RNG = variant.uses_rng
     OWNED = variant.owned
 
+    # Each call site below spells out the three kinds of update; only the variant's survives.
+    # The one-lane loop is a function of its own, so its few live values stay in registers
+    # (sharing a function with the round-robin loop spilled them: INT32 STR ran ~30 % slower).
+
     @njit(nogil=True, cache=True)
-    def partitions(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo, hi):
-        """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
-        docs/design.md. ``v`` (S,) and ``own`` (P, 2): the broadcast values and the states
-        each partition alone holds; ``w`` (S, A): SARSA's target-policy weights (variant
-        bootstrap ``owned``; ignored otherwise)."""
-        eps = scalars[P_EPS]
-        frac = scalars[P_FRAC]
-        stride = scalars[P_STRIDE]
+    def one_lane(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo, hi):
+        """Partitions ``lo`` to ``hi - 1`` of one lane each (``lanes`` (P, 1, 2)); the lane's
+        cursor and stream live in registers."""
+        eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
         if IS_INT:
-            alpha, gamma = learning_rates_i32(scalars)
-            cmax = np.int32(scalars[P_POLICY_MAX_FX]) if OWNED and DRAW else np.int32(0)
-            cmean = np.int32(scalars[P_POLICY_MEAN_FX]) if OWNED and DRAW else np.int32(0)
+            alpha, gamma, cmean, cmax = rates_i32(scalars, OWNED and DRAW)
         else:
-            alpha, gamma = learning_rates_f32(scalars)
-            cmax = f32_scalar(scalars[P_POLICY_MAX32]) if OWNED and DRAW else np.float32(0.0)
-            cmean = f32_scalar(scalars[P_POLICY_MEAN32]) if OWNED and DRAW else np.float32(0.0)
+            alpha, gamma, cmean, cmax = rates_f32(scalars, OWNED and DRAW)
+        for p in range(lo, hi):
+            qp = q[p]
+            own_lo, own_hi = own[p, 0], own[p, 1]
+            start, end = lanes[p, 0, 0], lanes[p, 0, 1]
+            x = rng[p, 0]
+            nsat = 0
+            for _ in range(scalars[P_EPOCHS]):
+                if SAMPLING == RAN:
+                    n = end - start
+                    for _ in range(n):
+                        x = xorshift32(x)
+                        j = start + below(x, n)
+                        if OWNED:
+                            nsat = record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
+                                                       IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
+                                                       cmean, cmax, nsat)
+                        elif IS_INT:
+                            x, nsat = record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps,
+                                                        alpha, gamma, frac, x, nsat)
+                        else:
+                            x = record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
+                                                  gamma, x)
+                else:
+                    # SEQ is STR with stride 1: offsets 0, 1, ... and from each offset every
+                    # stride-th record (next_index's order, without its branches).
+                    step = 1 if SAMPLING == SEQ else stride
+                    for o in range(min(step, end - start)):
+                        for j in range(start + o, end, step):
+                            if OWNED:
+                                nsat = record_update_owned(qp, words, rewards, j, v, own_lo,
+                                                           own_hi, IS_INT, IS_Q, DRAW, alpha,
+                                                           gamma, frac, w, cmean, cmax, nsat)
+                            elif IS_INT:
+                                x, nsat = record_update_i32(qp, words, rewards, j, IS_Q, DRAW,
+                                                            eps, alpha, gamma, frac, x, nsat)
+                            else:
+                                x = record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps,
+                                                      alpha, gamma, x)
+            rng[p, 0] = x
+            sat[p] += nsat
+
+    @njit(nogil=True, cache=True)
+    def round_robin(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo, hi):
+        """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
+        docs/design.md."""
+        eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
+        if IS_INT:
+            alpha, gamma, cmean, cmax = rates_i32(scalars, OWNED and DRAW)
+        else:
+            alpha, gamma, cmean, cmax = rates_f32(scalars, OWNED and DRAW)
         n_lanes = lanes.shape[1]
         for p in range(lo, hi):
             qp = q[p]
@@ -358,31 +487,6 @@ def _build(variant: Variant):
                 for t in range(n_lanes):
                     cur[t] = lanes[p, t, 0]
                     off[t] = 0
-                if n_lanes == 1:
-                    # One lane: its cursor and stream in registers.
-                    start, end = lanes[p, 0, 0], lanes[p, 0, 1]
-                    x = xs[0]
-                    if SAMPLING == RAN:
-                        n = end - start
-                        for _ in range(n):
-                            x = xorshift32(x)
-                            j = start + below(x, n)
-                            x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi,
-                                                  IS_INT, OWNED, IS_Q, DRAW, eps, alpha, gamma,
-                                                  frac, x, w, cmean, cmax)
-                            nsat += ns
-                    else:
-                        # SEQ is STR with stride 1: offsets 0, 1, ... and from each offset
-                        # every stride-th record (next_index's order, without its branches).
-                        step = 1 if SAMPLING == SEQ else stride
-                        for o in range(min(step, end - start)):
-                            for j in range(start + o, end, step):
-                                x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi,
-                                                      IS_INT, OWNED, IS_Q, DRAW, eps, alpha,
-                                                      gamma, frac, x, w, cmean, cmax)
-                                nsat += ns
-                    xs[0] = x
-                    continue
                 for i in range(longest):
                     for t in range(n_lanes):
                         start, end = lanes[p, t, 0], lanes[p, t, 1]
@@ -394,24 +498,33 @@ def _build(variant: Variant):
                         else:
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
-                        x, ns = record_update(qp, words, rewards, j, v, own_lo, own_hi, IS_INT,
-                                              OWNED, IS_Q, DRAW, eps, alpha, gamma, frac, x, w,
-                                              cmean, cmax)
-                        nsat += ns
+                        if OWNED:
+                            nsat = record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
+                                                       IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
+                                                       cmean, cmax, nsat)
+                        elif IS_INT:
+                            x, nsat = record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps,
+                                                        alpha, gamma, frac, x, nsat)
+                        else:
+                            x = record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
+                                                  gamma, x)
                         if USES_RNG:
                             xs[t] = x
             rng[p] = xs
             sat[p] += nsat
 
-    return partitions
+    return one_lane, round_robin
 
 
 @dataclass(frozen=True)
 class CompiledVariant:
-    """The compiled loop of one variant (``loop``: partitions ``lo..hi-1``, GIL released)."""
+    """The compiled loops of one variant (each ``loop(..., lo, hi)`` learns partitions
+    ``lo..hi-1`` with the GIL released): ``one_lane`` for partitions of one lane (the CPU
+    baseline), ``round_robin`` for partitions of several (a DPU's tasklets)."""
 
     variant: Variant
-    loop: object
+    one_lane: object
+    round_robin: object
 
     def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
                    threads: int | None = None, v=None, own=None, w=None) -> None:
@@ -440,8 +553,9 @@ class CompiledVariant:
             own = np.zeros((lanes.shape[0], 2), np.int64)
         v = np.ascontiguousarray(v, dtype=q.dtype)
         own = np.ascontiguousarray(own, dtype=np.int64)
-        run_ranges(lambda lo, hi: self.loop(words, rewards, lanes, rng, q, scalars, sat, v, own,
-                                            w, lo, hi), lanes.shape[0], threads)
+        loop = self.one_lane if lanes.shape[1] == 1 else self.round_robin
+        run_ranges(lambda lo, hi: loop(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo,
+                                       hi), lanes.shape[0], threads)
 
 
 _COMPILED: dict = {}
@@ -453,5 +567,5 @@ def compiled(variant: Variant) -> CompiledVariant:
     key = Variant(variant.algo, variant.dtype, variant.sampling, variant.next_action,
                   variant.bootstrap)
     if key not in _COMPILED:
-        _COMPILED[key] = CompiledVariant(key, _build(key))
+        _COMPILED[key] = CompiledVariant(key, *_build(key))
     return _COMPILED[key]

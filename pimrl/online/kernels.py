@@ -138,9 +138,8 @@ def _build(variant: OnlineVariant):
                         n_rows += rows
                         n_entries += 1
                     if IS_INT:
-                        x, _, _, ns = update_i32(qp, s, a, r, s2, b, d, IS_Q, False, 0, alpha,
-                                                 gamma, frac, x)
-                        n_sat += ns
+                        x, _, _, n_sat = update_i32(qp, s, a, r, s2, b, d, IS_Q, False, 0,
+                                                    alpha, gamma, frac, x, n_sat)
                     else:
                         x, _, _ = update_f32(qp, s, a, r, s2, b, d, IS_Q, False, 0, alpha,
                                              gamma, x)

@@ -203,18 +203,18 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             break
                         dr = 0
                         if OWNED and IS_INT:
-                            sc, ns = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2],
-                                                      s2, term, alpha, gamma, frac, IS_Q, EG,
-                                                      wt, own_lo, cmean, cmax)
-                            n_sat += ns
+                            sc, n_sat = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a,
+                                                         buf_r[w + 2], s2, term, alpha, gamma,
+                                                         frac, IS_Q, EG, wt, own_lo, cmean,
+                                                         cmax, n_sat)
                         elif OWNED:
                             sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, buf_r[w + 2], s2,
                                                   term, alpha, gamma, IS_Q, EG, wt, own_lo,
                                                   cmean, cmax)
                         elif IS_INT:
-                            x, sc, dr, ns = update_i32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q,
-                                                       DRAW, eps, alpha, gamma, frac, x)
-                            n_sat += ns
+                            x, sc, dr, n_sat = update_i32(q, s, a, buf_r[w + 2], s2, b, term,
+                                                          IS_Q, DRAW, eps, alpha, gamma, frac,
+                                                          x, n_sat)
                         else:
                             x, sc, dr = update_f32(q, s, a, buf_r[w + 2], s2, b, term, IS_Q, DRAW,
                                                    eps, alpha, gamma, x)
