@@ -317,13 +317,15 @@ def f32_scalar(bits):
 @njit(cache=True, inline="always")
 def record_fields(words, rewards, j):
     """Record ``j``'s fields from its four words (docs/design.md): (s, a, r, s', b',
-    terminated)."""
+    terminated). ``words`` and ``rewards`` are the records' flat views (4 words a record):
+    the record's offset is then a shift, not a product with a stride read at run time."""
     # Unsigned indices: the records were validated, and numba then drops its negative-index
     # wraparound code from every access.
-    j = np.uint64(j)
-    w = np.uint32(words[j, 3])
-    return (np.uint32(words[j, 0]), w & np.uint32(0xFF), rewards[j, 2], np.uint32(words[j, 1]),
-            (w >> np.uint32(8)) & np.uint32(0xFF), (w & np.uint32(0xFF0000)) != 0)
+    k = np.uint64(j) << np.uint64(2)
+    w = np.uint32(words[k + np.uint64(3)])
+    return (np.uint32(words[k]), w & np.uint32(0xFF), rewards[k + np.uint64(2)],
+            np.uint32(words[k + np.uint64(1)]), (w >> np.uint32(8)) & np.uint32(0xFF),
+            (w & np.uint32(0xFF0000)) != 0)
 
 
 # The update of one record: one function per kind (not inlined by numba: LLVM inlines it
@@ -418,6 +420,7 @@ def _build(variant: Variant):
         """Partitions ``lo`` to ``hi - 1`` of one lane each (``lanes`` (P, 1, 2)); the lane's
         cursor and stream live in registers."""
         eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
+        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see record_fields
         if IS_INT:
             alpha, gamma, cmean, cmax = rates_i32(scalars, OWNED and DRAW)
         else:
@@ -468,6 +471,7 @@ def _build(variant: Variant):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
         docs/design.md."""
         eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
+        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see record_fields
         if IS_INT:
             alpha, gamma, cmean, cmax = rates_i32(scalars, OWNED and DRAW)
         else:
