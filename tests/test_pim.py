@@ -357,6 +357,47 @@ def test_kernel_faults_on_bad_records_and_parameters():
     assert "DPU 0 tasklet" in msg and "record 5" in msg and "and 1 more" in msg
 
 
+@pytest.mark.parametrize("variant", ["q-fp32-seq", "sarsa-int32-str", "q-int32-ran"])
+def test_kernel_reads_records_alike_from_mram_pages_and_wram_buffers(variant):
+    """Records whose MRAM pages all exist are read where they lie; a DPU with a page never
+    written (it reads as zeros) copies each DMA into its WRAM buffers instead. Both ways learn
+    the same table, streams and counters, bit for bit."""
+    from pimrl.learners.variants import parse_variant
+    from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS
+
+    v = parse_variant(variant)
+    p = LearnerParams(**v, epochs=2)
+    prog = RlProgram(S, A, 3, v["algo"], v["dtype"], v["sampling"], 256, get_hardware())
+    s = dpu_alloc(2, machine=small_machine())
+    s.load(prog)
+    recs = RECORDS[:200].copy()
+    if v["dtype"] == "int32":
+        recs["reward"] = float_to_raw(recs["reward"], "int32", p.frac_bits).view(np.float32)
+    n = 300                                  # 4,800 B: past the first 4 KiB page
+    padded = np.zeros(n, recs.dtype)
+    padded[:len(recs)] = recs
+    data = np.zeros((2, n * 16), np.uint8)
+    data[:] = padded.view(np.uint8)
+    d0, d1 = s.dpu_sets()
+    heap = sdk.DPU_MRAM_HEAP_POINTER_NAME
+    # Pages written in this order land in the page pool out of order, and a page of other
+    # bytes sits between them: reading the wrong pool row cannot go unnoticed.
+    d0.scatter_to(heap, 0, data[:1, :4096])
+    d0.scatter_to(heap, 5 * 4096, np.full((1, 4096), 0x5A, np.uint8))
+    d1.scatter_to(heap, 0, data[1:, :4096])              # DPU 1: its second page never written
+    d0.scatter_to(heap, 4096, data[:1, 4096:])
+    params = np.zeros((2, PARAMS_WORDS), np.int64)
+    params[:, :len(p.kernel_scalars())] = p.kernel_scalars()
+    params[:, P_N_RECORDS] = n
+    s.scatter_to("params", 0, params.view(np.uint8).reshape(2, -1))
+    s.broadcast_to("rng_state", 0, np.array([7, 8, 9], np.uint32).view(np.uint8))
+    s.launch()
+    for sym in ("q_table", "rng_state", "stats"):
+        out = s.gather_from(sym, 0, prog.symbols[sym].size)
+        assert np.array_equal(out[0], out[1]), sym
+    assert s.gather_from("stats", 0, prog.symbols["stats"].size).view(np.int64)[0, 0] == 2 * n
+
+
 @pytest.mark.parametrize("override,message", [
     ("n_ranks=abc", "n_ranks='abc' must be an integer"),
     ("n_ranks=1.5", "must be an integer"),
