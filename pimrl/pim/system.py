@@ -16,7 +16,7 @@ import numpy as np
 from pimrl.pim import cost
 from pimrl.pim.errors import fail
 from pimrl.pim.hardware import Hardware, get_hardware, parse_overrides
-from pimrl.pim.memory import PagedMram, lazy_zeros
+from pimrl.pim.memory import PagedMram, release_array, reused_zeros
 
 DPU_ALLOCATE_ALL = 0xFFFFFFFF
 MRAM_BASE = 0x08000000               # DPU address of MRAM byte 0 (WRAM starts at 0)
@@ -166,8 +166,9 @@ class Allocation:
         self.machine, self.hw, self.ranks = machine, hw, ranks
         self.n_slots = len(ranks) * hw.dpus_per_rank
         self.enabled = enabled                        # bool per slot
-        self.mram = PagedMram(self.n_slots, hw.mram_bytes)
-        self.wram = lazy_zeros((self.n_slots, hw.wram_bytes), np.uint8)
+        self.mram = PagedMram.reused(self.n_slots, hw.mram_bytes)
+        self.wram = reused_zeros((self.n_slots, hw.wram_bytes), np.uint8)
+        self.clean = np.ones(self.n_slots, dtype=bool)  # WRAM rows all zero (no load yet)
         self.program_of = np.full(self.n_slots, -1, dtype=np.int64)
         self.programs: list = []
         self.prepared: dict = {}
@@ -309,8 +310,14 @@ class DpuSet:
         self._check_alive()
         if self.kind != "all":
             raise fail("INVALID_DPU_SET", "dpu_free takes the set returned by dpu_alloc")
-        self.alloc.machine.rank_free[self.alloc.ranks] = True
-        self.alloc.freed = True
+        a = self.alloc
+        a.machine.rank_free[a.ranks] = True
+        a.freed = True
+        # The memories go to the next allocation of this size; a stale reference to this
+        # one then fails loudly instead of reading another allocation's memory.
+        a.mram.release()
+        release_array(a.wram)
+        a.mram = a.wram = None
 
     def load(self, program: DpuProgram) -> DpuProgram:
         """``dpu_load``: WRAM globals are (re)initialised now, not at each launch."""
@@ -323,7 +330,10 @@ class DpuSet:
             a.programs.append(program)
         a.program_of[self.slots] = a.programs.index(program)
         zeroed = program.wram_used if program.globals_bytes is None else program.globals_bytes
-        a.wram[_rows(self.slots), :zeroed] = 0
+        dirty = self.slots[~a.clean[self.slots]]        # rows still all zero need nothing
+        if len(dirty):
+            a.wram[_rows(dirty), :zeroed] = 0
+        a.clean[self.slots] = False
         program.initial_data(a, self.slots)
         for s in self.slots:
             a.logs.pop(int(s), None)
