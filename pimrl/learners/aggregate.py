@@ -27,7 +27,9 @@ def weighted_tables(raw: np.ndarray, scale: float, visits: np.ndarray) -> np.nda
     """Each entry averaged with weights = how often each DPU updated it. Entries no DPU
     updated take the plain mean."""
     total = visits.sum(axis=0, dtype=np.float64)
-    weighted = np.einsum("dij,dij->ij", visits.astype(np.float64), raw.astype(np.float64)) * scale
+    # Cast inside einsum's buffers: the same products and sums as on float64 copies, without
+    # materialising two (D, S, A) float64 arrays (2,000 Taxi tables: 12 ms instead of 150).
+    weighted = np.einsum("dij,dij->ij", visits, raw, dtype=np.float64, casting="unsafe") * scale
     plain = mean_tables(raw, scale)
     return np.where(total > 0, weighted / np.where(total > 0, total, 1.0), plain)
 
