@@ -380,12 +380,12 @@ def test_kernel_reads_records_alike_from_mram_pages_and_wram_buffers(variant):
     data[:] = padded.view(np.uint8)
     d0, d1 = s.dpu_sets()
     heap = sdk.DPU_MRAM_HEAP_POINTER_NAME
-    # Pages written in this order land in the page pool out of order, and a page of other
-    # bytes sits between them: reading the wrong pool row cannot go unnoticed.
-    d0.scatter_to(heap, 0, data[:1, :4096])
+    # Pages of other bytes come first in the page pool: reading the wrong pool row cannot go
+    # unnoticed. DPU 0's records go in one transfer (read in place); DPU 1's second page is
+    # never written (it copies each DMA).
     d0.scatter_to(heap, 5 * 4096, np.full((1, 4096), 0x5A, np.uint8))
-    d1.scatter_to(heap, 0, data[1:, :4096])              # DPU 1: its second page never written
-    d0.scatter_to(heap, 4096, data[:1, 4096:])
+    d1.scatter_to(heap, 0, data[1:, :4096])
+    d0.scatter_to(heap, 0, data[:1])
     params = np.zeros((2, PARAMS_WORDS), np.int64)
     params[:, :len(p.kernel_scalars())] = p.kernel_scalars()
     params[:, P_N_RECORDS] = n

@@ -35,6 +35,7 @@ from pimrl.learners.variants import (
     P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
+from pimrl.rng import below, xorshift32
 from pimrl.swiftrl import costs as kcost
 from pimrl.swiftrl.costs import C
 from pimrl.pim.memory import PAGE_BYTES, PAGE_SHIFT, mram_words_to_wram
@@ -79,6 +80,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
         # The table's sizes as uint32, for the record checks: compared with the uint32
         # fields in one type (numba compares a uint with an int64 in float64).
         ns_u, na_u = np.uint32(n_states), np.uint32(n_actions)
+        # Every DMA's MRAM address is heap_off plus a multiple of 16: aligned or not, all alike.
+        misaligned = heap_off % 8 != 0
         buf_len = tasklets * block_bytes
         block_records = block_bytes // RECORD_BYTES
         block_words = block_bytes >> 2
@@ -120,17 +123,37 @@ def _build_kernel(variant: Variant, count_visits: bool):
             stride = params[P_STRIDE]
             n_records = params[P_N_RECORDS]
 
-            # Records are read where they lie in MRAM when all their pages exist (as they do
-            # once the host has pushed them): each DMA is still checked and counted, but not
-            # copied into the tasklet's WRAM buffer, which no host-visible symbol exposes.
-            # 16 buffers of 2 KB plus the table overflow a host core's L1 cache; reading the
-            # MRAM pages streams 16 records at a time (FP32 SEQ launches ran ~40 % slower).
-            direct = True
-            if n_records > 0:
-                for pg in range(heap_off >> PAGE_SHIFT,
+            # Records are read where they lie in MRAM when their pages exist and follow one
+            # another in the page pool (as they do once the host has pushed them in one
+            # transfer): each DMA is still checked and counted, but not copied into the
+            # tasklet's WRAM buffer, which no host-visible symbol exposes. 16 buffers of 2 KB
+            # plus the table overflow a host core's L1 cache; reading the records in place
+            # streams 16 at a time (FP32 SEQ launches ran ~40 % slower).
+            first_page = heap_off >> PAGE_SHIFT
+            direct = n_records > 0 and page_row[first_page] > 0
+            if direct:
+                for pg in range(first_page + 1,
                                 ((heap_off + n_records * RECORD_BYTES - 1) >> PAGE_SHIFT) + 1):
-                    if page_row[pg] == 0:
+                    if page_row[pg] != page_row[first_page] + (pg - first_page):
                         direct = False
+            # Record j's first word in the pool, when direct: rec_base + 4 j.
+            rec_base = ((page_row[first_page] - 1) * page_words
+                        + ((heap_off & (PAGE_BYTES - 1)) >> 2)) if direct else 0
+            # Records read in place are checked once, before any update: if all hold states
+            # and actions of the table, the loop checks none (it checks each record read,
+            # and faults on the first bad one in the update order, otherwise).
+            checked = False
+            if direct:
+                checked = True
+                for r in range(n_records):
+                    k = rec_base + 4 * r
+                    fl = np.uint32(pool_i32[k + 3])
+                    if ((np.uint32(pool_i32[k]) >= ns_u) | (np.uint32(pool_i32[k + 1]) >= ns_u)
+                            | ((fl & np.uint32(0xFF)) >= na_u)
+                            | (CHECK_B & (((fl >> np.uint32(8)) & np.uint32(0xFF)) >= na_u)
+                               & ((fl & np.uint32(0xFF0000)) == 0))):
+                        checked = False
+                        break
 
             # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
             base, extra = n_records // tasklets, n_records % tasklets
@@ -171,7 +194,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                                 n = min(block_records, length[t] - i)
                                 nbytes = n * RECORD_BYTES
                                 addr = heap_off + (start[t] + i) * RECORD_BYTES
-                                if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
+                                if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or misaligned:
                                     fault = FAULT_DMA * 256 + 1 + t
                                     break
                                 if not direct:
@@ -188,6 +211,9 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         x = rng[t] if USES_RNG else np.uint32(0)
                         if SAMPLING == SEQ:
                             j = start[t] + i
+                        elif SAMPLING == RAN:          # next_index's draw, no cursor to keep
+                            x = xorshift32(x)
+                            j = start[t] + below(x, length[t])
                         else:
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start[t],
                                                               start[t] + length[t], cur[t],
@@ -196,7 +222,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             n = 1 if per_record else min(block_records, start[t] + length[t] - j)
                             nbytes = n * RECORD_BYTES
                             addr = heap_off + j * RECORD_BYTES
-                            if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or addr % 8:
+                            if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or misaligned:
                                 fault = FAULT_DMA * 256 + 1 + t
                                 break
                             if not direct:
@@ -210,9 +236,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         # no negative-index wraparound): in its MRAM page, or in the
                         # tasklet's buffer.
                         if direct:
-                            ra = heap_off + j * RECORD_BYTES
-                            w = (np.uint64(page_row[ra >> PAGE_SHIFT] - 1) * np.uint64(page_words)
-                                 + np.uint64((ra & (PAGE_BYTES - 1)) >> 2))
+                            w = np.uint64(rec_base + (j << 2))
                             src_i32, src_r = pool_i32, pool_r
                         else:
                             w = np.uint64(t * block_words + ((j - blk_lo[t]) << 2))
@@ -225,8 +249,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         a = flags & np.uint32(0xFF)
                         b = (flags >> np.uint32(8)) & np.uint32(0xFF)
                         term = (flags & np.uint32(0xFF0000)) != 0
-                        if ((s >= ns_u) | (s2 >= ns_u)
-                                | (a >= na_u) | (CHECK_B & (b >= na_u) & (not term))):
+                        if not checked and ((s >= ns_u) | (s2 >= ns_u) | (a >= na_u)
+                                            | (CHECK_B & (b >= na_u) & (not term))):
                             fault = FAULT_RECORD * 256 + 1 + t
                             stats[C_STEPS] = j                  # the offending record
                             break
