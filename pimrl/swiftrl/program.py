@@ -6,8 +6,11 @@ kernel is compiled per variant (:func:`dpu_kernel`), with the variant's choices 
 compile-time constants and the update primitives of :mod:`pimrl.learners.kernels`. Each DPU
 keeps its Q-table in WRAM and streams its transitions from MRAM into per-tasklet WRAM buffers
 with DMA transfers that obey ``mram_read``'s rules; under SEQ every lane needs its next block
-at the same step, so the blocks are fetched together once per block and the update loop
-checks nothing per record but the record itself. The DPUs run at once on the numba threads
+at the same step, so the blocks are fetched together once per block. The simulator counts and
+checks every DMA, but when the records' MRAM pages follow one another in the page pool (a
+host push in one transfer) it reads them in place rather than copying them into the buffers,
+whose contents no host-visible symbol exposes, and checks them all once before the first
+update; otherwise it copies each DMA and checks each record as it reads it. The DPUs run at once on the numba threads
 (:func:`pimrl.parallel.run_ranges`), each on its own memories, so results never depend on
 the number of threads.
 
