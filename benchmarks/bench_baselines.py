@@ -81,8 +81,9 @@ def main(argv=None):
               f"CPUs, numba threads {max_threads()}; GPU: "
               f"{'measured, ' + reason if ok else 'not measured (' + reason + ')'}")
         print(f"{args.env}: {args.n:,} transitions x {args.epochs} epochs, one partition per "
-              f"thread; measured wall clock of the training loops, best of {args.repeats}, "
-              f"numba and C timed alternately\n")
+              f"thread; measured wall clock of the training loops, best of {args.repeats} "
+              f"rounds (each the better of two trainings in one process), numba and C timed "
+              f"alternately\n")
         print(f"{'variant':<16} {'threads':>7} {'numba M/s':>10} {'C M/s':>8} {'numba/C':>8}  tables")
     for v in variants:
         params = LearnerParams(**parse_variant(v), epochs=args.epochs)

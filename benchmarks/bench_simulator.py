@@ -4,13 +4,14 @@
         [--epochs 20] [--threads 2] [--repeats 3] [--json]
 
 The simulator runs the full PIM path (``PimTrainer``: records pushed into paged MRAM through
-the SDK layer, each DPU's kernel streaming them by DMA into WRAM buffers, the Q-table in
+the SDK layer, each DPU's kernel streaming them by (counted, checked) DMA, the Q-table in
 WRAM, counters, the gather and the host average). The bare loop runs the same updates in the
 same order (the same partitions and lanes) straight from one array: the variant's compiled
 CPU loop. The C loop (``benchmarks/cpu_loop.c``) is the CPU baseline written in C, one
 partition per thread: the figure a PIM-vs-CPU comparison must beat. All three are timed on
 this machine, alternately, best of ``--repeats`` (measured wall clock; numba compilation
-excluded by a warm-up run; the simulator's time is the whole ``fit``, host side included).
+excluded by a warm-up run; the C loop's time the better of two trainings in its process, as
+in ``bench_baselines.py``; the simulator's time is the whole ``fit``, host side included).
 The bars the project sets: simulator >= 0.8x the C loop at the same thread count.
 """
 from __future__ import annotations
@@ -93,7 +94,7 @@ def main(argv=None):
             best = {"c": float("inf"), "bare": float("inf"), "sim": float("inf")}
             for _ in range(args.repeats):
                 c = run_c_loop(records, env.n_states, env.n_actions, params, partitions=threads,
-                               threads=threads)
+                               threads=threads, repeats=2)      # warm, as bench_baselines
                 best["c"] = min(best["c"], c["train_measured_s"])
                 t, q_bare = time_bare(records, env, params, args.dpus, args.tasklets)
                 best["bare"] = min(best["bare"], t)

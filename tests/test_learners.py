@@ -115,6 +115,15 @@ def test_records_out_of_range_named():
     rec["next_state"][6] = 3
     with pytest.raises(ValueError, match=r"record 6: next_state=3 outside \[0, 3\)"):
         OfflineLearner().fit(rec, 3, 2)
+    # The first bad record in the data's order is named, whichever its field.
+    rec["state"][8] = -1
+    rec["action"][2] = 2
+    with pytest.raises(ValueError, match=r"record 2: action=2 outside \[0, 2\)"):
+        OfflineLearner().fit(rec, 3, 2)
+    rec["action"][2] = 0
+    rec["next_state"][6] = 0
+    with pytest.raises(ValueError, match=r"record 8: state=-1 outside \[0, 3\)"):
+        OfflineLearner().fit(rec, 3, 2)
 
 
 @pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Taxi-v3", "CliffWalking-v1"])

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
+
 from pimrl.data.records import NO_ACTION, TRANSITION_DTYPE
 from pimrl.learners import fixedpoint
 from pimrl.learners.kernels import compiled
@@ -18,26 +20,44 @@ from pimrl.partition import even_bounds, lane_bounds
 from pimrl.rng import lane_seeds
 
 
+@njit(cache=True)
+def _first_out_of_range(states, next_states, actions, next_actions, terminated, n_states,
+                        n_actions, check_next):
+    """(field, index) of the first record with a field outside the table (field 0 state,
+    1 next_state, 2 action, 3 next_action of a non-terminal record when ``check_next``), or
+    (-1, -1): one pass, where a numpy mask per field took ~10 ms per million records."""
+    for i in range(len(states)):
+        if states[i] < 0 or states[i] >= n_states:
+            return 0, i
+        if next_states[i] < 0 or next_states[i] >= n_states:
+            return 1, i
+        if actions[i] < 0 or actions[i] >= n_actions:
+            return 2, i
+        if check_next and terminated[i] == 0 and (next_actions[i] >= n_actions
+                                                  or next_actions[i] == NO_ACTION):
+            return 3, i
+    return -1, -1
+
+
 def check_records(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams):
     """Reject records a learner cannot use, naming the first offending index."""
     if records.dtype != TRANSITION_DTYPE:
         raise ValueError(f"records must have dtype TRANSITION_DTYPE, got {records.dtype}")
     if len(records) == 0:
         raise ValueError("the dataset holds no transitions")
-    for field, limit in (("state", n_states), ("next_state", n_states), ("action", n_actions)):
-        col = records[field]
-        bad = (col < 0) | (col >= limit)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"record {i}: {field}={int(col[i])} outside [0, {limit})")
-    if params.algo == "sarsa" and params.next_action == "logged":
-        na = records["next_action"]
-        bad = (records["terminated"] == 0) & ((na >= n_actions) | (na == NO_ACTION))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"record {i}: next_action={int(na[i])} is unknown or out of range, which SARSA "
-                f"with the logged next action cannot use (use --next-action epsilon-greedy)")
+    check_next = params.algo == "sarsa" and params.next_action == "logged"
+    field, i = _first_out_of_range(records["state"], records["next_state"], records["action"],
+                                   records["next_action"], records["terminated"], n_states,
+                                   n_actions, check_next)
+    if field == 3:
+        raise ValueError(
+            f"record {i}: next_action={int(records['next_action'][i])} is unknown or out of "
+            f"range, which SARSA with the logged next action cannot use (use --next-action "
+            f"epsilon-greedy)")
+    if field >= 0:
+        name = ("state", "next_state", "action")[field]
+        limit = n_actions if name == "action" else n_states
+        raise ValueError(f"record {i}: {name}={int(records[name][i])} outside [0, {limit})")
 
 
 def record_words(records: np.ndarray, params: LearnerParams):
