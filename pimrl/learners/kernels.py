@@ -122,15 +122,18 @@ def _larger(m, v):
 @njit(cache=True, inline="always")
 def bootstrap(q, s2, b, is_q, draw, eps, x):
     """Value of s' for a non-terminal update: (value, new rng state, entries scanned, draws)."""
-    if is_q:
-        return row_value(q, s2), x, q.shape[1], 0
-    if not draw:
-        return q[s2, b], x, 0, 0
-    x = xorshift32(x)
-    if np.uint64(x) < np.uint64(eps):
+    draws = 0
+    if not is_q:
+        if not draw:
+            return q[s2, b], x, 0, 0
         x = xorshift32(x)
-        return q[s2, below(x, q.shape[1])], x, 0, 2
-    return row_value(q, s2), x, q.shape[1], 1
+        if np.uint64(x) < np.uint64(eps):
+            x = xorshift32(x)
+            return q[s2, below(x, q.shape[1])], x, 0, 2
+        draws = 1
+    # One row max for both Q-learning and a greedy draw: each copy is typed and lowered at
+    # every call site before LLVM drops the dead one, and the unrolled max is long.
+    return row_value(q, s2), x, q.shape[1], draws
 
 
 # The two halves every update shares: the target r + gamma * value, and the step of
