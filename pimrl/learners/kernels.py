@@ -414,8 +414,10 @@ def _build(variant: Variant):
     USES_RNG = variant.uses_rng
     OWNED = variant.owned
 
-    # Each call site below spells out the three kinds of update; only the variant's survives.
-    # The one-lane loop is a function of its own, so its few live values stay in registers
+    # Each loop defines ``update`` for its partition: numba inlines it before pruning, so only
+    # the variant's kind of update is typed (a jitted helper taking the flags as arguments
+    # would type all three; a jitted closure captured here would defeat numba's cache). The
+    # one-lane loop is a function of its own, so its few live values stay in registers
     # (sharing a function with the round-robin loop spilled them: INT32 STR ran ~30 % slower).
 
     @njit(nogil=True, cache=True)
@@ -431,6 +433,18 @@ def _build(variant: Variant):
         for p in range(lo, hi):
             qp = q[p]
             own_lo, own_hi = own[p, 0], own[p, 1]
+
+            def update(j, x, nsat):
+                if OWNED:
+                    return x, record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
+                                                  IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
+                                                  cmean, cmax, nsat)
+                if IS_INT:
+                    return record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
+                                             gamma, frac, x, nsat)
+                return record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha, gamma,
+                                         x), nsat
+
             start, end = lanes[p, 0, 0], lanes[p, 0, 1]
             x = rng[p, 0]
             nsat = 0
@@ -440,32 +454,14 @@ def _build(variant: Variant):
                     for _ in range(n):
                         x = xorshift32(x)
                         j = start + below(x, n)
-                        if OWNED:
-                            nsat = record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
-                                                       IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
-                                                       cmean, cmax, nsat)
-                        elif IS_INT:
-                            x, nsat = record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps,
-                                                        alpha, gamma, frac, x, nsat)
-                        else:
-                            x = record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
-                                                  gamma, x)
+                        x, nsat = update(j, x, nsat)
                 else:
                     # SEQ is STR with stride 1: offsets 0, 1, ... and from each offset every
                     # stride-th record (next_index's order, without its branches).
                     step = 1 if SAMPLING == SEQ else stride
                     for o in range(min(step, end - start)):
                         for j in range(start + o, end, step):
-                            if OWNED:
-                                nsat = record_update_owned(qp, words, rewards, j, v, own_lo,
-                                                           own_hi, IS_INT, IS_Q, DRAW, alpha,
-                                                           gamma, frac, w, cmean, cmax, nsat)
-                            elif IS_INT:
-                                x, nsat = record_update_i32(qp, words, rewards, j, IS_Q, DRAW,
-                                                            eps, alpha, gamma, frac, x, nsat)
-                            else:
-                                x = record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps,
-                                                      alpha, gamma, x)
+                            x, nsat = update(j, x, nsat)
             rng[p, 0] = x
             sat[p] += nsat
 
@@ -483,6 +479,18 @@ def _build(variant: Variant):
         for p in range(lo, hi):
             qp = q[p]
             own_lo, own_hi = own[p, 0], own[p, 1]
+
+            def update(j, x, nsat):
+                if OWNED:
+                    return x, record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
+                                                  IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
+                                                  cmean, cmax, nsat)
+                if IS_INT:
+                    return record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
+                                             gamma, frac, x, nsat)
+                return record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha, gamma,
+                                         x), nsat
+
             nsat = 0
             cur = np.empty(n_lanes, dtype=np.int64)
             off = np.zeros(n_lanes, dtype=np.int64)
@@ -505,16 +513,7 @@ def _build(variant: Variant):
                         else:
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
-                        if OWNED:
-                            nsat = record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
-                                                       IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
-                                                       cmean, cmax, nsat)
-                        elif IS_INT:
-                            x, nsat = record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps,
-                                                        alpha, gamma, frac, x, nsat)
-                        else:
-                            x = record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
-                                                  gamma, x)
+                        x, nsat = update(j, x, nsat)
                         if USES_RNG:
                             xs[t] = x
             rng[p] = xs
