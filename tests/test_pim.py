@@ -417,3 +417,42 @@ def test_more_dpus_than_the_machine_has(capsys):
                  "--dpus", "3000", "--no-eval"]) == 2
     assert "upmem-2556 has 2556 functional DPUs" in capsys.readouterr().err
     assert get_hardware("upmem-2556", {"n_ranks": 64.0}).n_ranks == 64
+
+
+def test_freed_memories_are_reused_zeroed_and_capped(monkeypatch):
+    """A freed allocation's memories serve the next one of the same size, read as zeros
+    again, and the spares stay under their byte cap (oldest let go first)."""
+    from pimrl.pim import memory
+
+    a = memory.reused_zeros((4, 16), np.uint8)
+    a[:] = 7
+    memory.release_array(a)
+    b = memory.reused_zeros((4, 16), np.uint8)
+    assert b is a and not b.any()
+
+    m = memory.PagedMram.reused(2, 8192)
+    m.write(np.array([0, 1]), 4000, np.full((2, 200), 9, np.uint8))     # spans two pages
+    assert m.n_pages == 4
+    m.release()
+    m2 = memory.PagedMram.reused(2, 8192)
+    assert m2 is m and m2.n_pages == 0 and not m2.page_table.any()
+    assert not m2.read(np.array([0, 1]), 0, 8192).any()
+    m2.write(np.array([1]), 0, np.arange(8, dtype=np.uint8))
+    assert list(m2.read(np.array([0, 1]), 0, 8)[1]) == list(range(8)) and m2.n_pages == 1
+
+    monkeypatch.setattr(memory, "SPARE_BYTES", 100)
+    monkeypatch.setattr(memory, "_SPARES", {})
+    first, second = np.zeros(64, np.uint8), np.zeros((2, 32), np.uint8)
+    memory.release_array(first)
+    memory.release_array(second)                     # 128 B > 100: the oldest goes
+    assert memory.reused_zeros((64,), np.uint8) is not first
+    assert memory.reused_zeros((2, 32), np.uint8) is second
+
+    # Through the SDK: a set freed hands its memories on; using it afterwards fails.
+    s = dpu_alloc(4, machine=small_machine())
+    wram = s.alloc.wram
+    s.free()
+    t = dpu_alloc(4, machine=small_machine())
+    assert t.alloc.wram is wram and not wram.any()
+    with pytest.raises(DpuError):
+        s.copy_from("anything", 0, 8)

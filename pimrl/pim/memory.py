@@ -32,18 +32,24 @@ def lazy_zeros(shape, dtype) -> np.ndarray:
 
 # The memories of the last freed allocation of each size, for the next one of that size: a
 # study allocates thousands of DPUs again and again, and fresh memory costs the OS a page
-# fault per 4 KiB on first touch (about a fifth of a 2,000-DPU fit). One spare per size.
-_SPARES: dict = {}
+# fault per 4 KiB on first touch (about a fifth of a 2,000-DPU fit). One spare per size, the
+# oldest let go beyond SPARE_BYTES in all (a study's five sizes keep about 350 MB).
+SPARE_BYTES = 1 << 30
+_SPARES: dict = {}                   # key -> (memory, its bytes), oldest first
 
 
 def spare(key):
     """The kept memory for ``key`` (removed from the spares), or None."""
-    return _SPARES.pop(key, None)
+    kept = _SPARES.pop(key, None)
+    return None if kept is None else kept[0]
 
 
-def keep_spare(key, memory) -> None:
-    """Keep ``memory`` for the next allocation asking for ``key``."""
-    _SPARES[key] = memory
+def keep_spare(key, memory, nbytes: int) -> None:
+    """Keep ``memory`` (``nbytes`` backed) for the next allocation asking for ``key``."""
+    _SPARES.pop(key, None)
+    _SPARES[key] = (memory, int(nbytes))
+    while sum(b for _, b in _SPARES.values()) > SPARE_BYTES and len(_SPARES) > 1:
+        del _SPARES[next(iter(_SPARES))]
 
 
 def reused_zeros(shape, dtype) -> np.ndarray:
@@ -58,7 +64,7 @@ def reused_zeros(shape, dtype) -> np.ndarray:
 
 def release_array(array: np.ndarray) -> None:
     """Hand ``array`` (from :func:`reused_zeros`) back for reuse."""
-    keep_spare(("array", array.shape, array.dtype.str), array)
+    keep_spare(("array", array.shape, array.dtype.str), array, array.nbytes)
 
 
 class PagedMram:
@@ -95,7 +101,7 @@ class PagedMram:
 
     def release(self) -> None:
         """Hand this memory back for the next allocation of its size."""
-        keep_spare(("mram", self.n_dpus, self.bank_bytes), self)
+        keep_spare(("mram", self.n_dpus, self.bank_bytes), self, self.pool.nbytes)
 
     @property
     def bytes_allocated(self) -> int:
