@@ -139,6 +139,19 @@ def test_python_paths_work_without_a_c_compiler(monkeypatch, capsys):
         shim_build.build_shim("/nonexistent/never-created")
 
 
+def test_library_built_for_another_interpreter_is_built_again(shim, monkeypatch):
+    """The library embeds the interpreter that built it (and that one's sys.path): one built
+    by another Python would start without this one's packages, so it is built again."""
+    build, _ = shim
+    assert not shim_build.needs_build(build)
+    made_for = build / (shim_build.LIBRARY + ".python")
+    assert made_for.read_text().splitlines()[0] == sys.executable
+    monkeypatch.setattr(shim_build, "python_paths", lambda: ["/elsewhere/site-packages"])
+    assert shim_build.needs_build(build)
+    monkeypatch.undo()
+    assert not shim_build.needs_build(build)
+
+
 # ------------------------------------------------------------------------------ programs
 def test_builtin_program_names():
     from pimrl.pim.hardware import get_hardware

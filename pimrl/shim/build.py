@@ -16,6 +16,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+from pimrl.io import atomic_write_text
 from pimrl.resources import HOST, PACKAGE_PARENT, writable_dir
 
 INCLUDE = HOST / "include"
@@ -166,10 +167,23 @@ def _ffi(sanitize: str | None):
     return ffi
 
 
+def _interpreter_id() -> str:
+    """The interpreter a library embeds (its executable and the paths it puts on sys.path)."""
+    return "\n".join([sys.executable, *python_paths()]) + "\n"
+
+
+def _interpreter_file(lib: Path) -> Path:
+    return lib.with_name(lib.name + ".python")
+
+
 def needs_build(build_dir=None) -> bool:
-    """True when the library is missing or older than one of its sources."""
+    """True when the library is missing, older than one of its sources, or built for another
+    interpreter (it would start that one's Python, without this one's packages)."""
     lib = library_path(build_dir)
     if not lib.exists():
+        return True
+    made_for = _interpreter_file(lib)
+    if not made_for.exists() or made_for.read_text() != _interpreter_id():
         return True
     built = lib.stat().st_mtime
     inputs = list(SOURCES) + list(INCLUDE.glob("*.h")) + list((HOST / "src").glob("*.h")) + [
@@ -202,6 +216,7 @@ def build_shim(build_dir=None, sanitize: str | None = None, force: bool = False,
         except Exception as exc:  # cffi wraps compiler failures in VerificationError
             raise ShimUnavailable(f"compiling {LIBRARY} failed: {exc}") from exc
         os.replace(out, lib)
+    atomic_write_text(_interpreter_file(lib), _interpreter_id())
     return lib
 
 
