@@ -322,20 +322,33 @@ def record_fields(words, rewards, j):
     """Record ``j``'s fields from its four words (docs/design.md): (s, a, r, s', b',
     terminated). ``words`` and ``rewards`` are the records' flat views (4 words a record):
     the record's offset is then a shift, not a product with a stride read at run time."""
-    # Unsigned indices: the records were validated, and numba then drops its negative-index
-    # wraparound code from every access.
-    k = np.uint64(j) << np.uint64(2)
+    return fields_at(words, rewards, np.uint64(j) << np.uint64(2))
+
+
+@njit(cache=True, inline="always")
+def fields_at(words, rewards, k):
+    """The fields of the record whose first word is ``words[k]`` (``k`` unsigned): (s, a, r,
+    s', b', terminated), states and actions unsigned: one compare each also catches a
+    negative one, and indexing with them needs no negative-index wraparound."""
     w = np.uint32(words[k + np.uint64(3)])
     return (np.uint32(words[k]), w & np.uint32(0xFF), rewards[k + np.uint64(2)],
             np.uint32(words[k + np.uint64(1)]), (w >> np.uint32(8)) & np.uint32(0xFF),
             (w & np.uint32(0xFF0000)) != 0)
 
 
-# The update of one record: one function per kind (not inlined by numba: LLVM inlines it
-# with the caller's constant flags folded in). Inlined by numba, every path of every flag
-# would be typed and lowered at each call site, about three times the compile time; one
-# function for every kind grew past LLVM's inlining limit, and the call then passed ~40 words
-# of arguments per update and halved the loops' speed.
+@njit(cache=True, inline="always")
+def outside_table(s, a, s2, b, term, n_states, n_actions, check_b):
+    """True when a record's state, next state or action (and, with ``check_b``, the logged
+    next action of a non-terminal record) lies outside an ``n_states`` x ``n_actions`` table
+    (all unsigned, compared in one type)."""
+    return ((s >= n_states) | (s2 >= n_states) | (a >= n_actions)
+            | (check_b & (b >= n_actions) & (not term)))
+
+
+# The update of one record, one function per kind, each holding only its kind's path: one
+# function for every kind grew past LLVM's inlining limit (the call then passed ~40 words of
+# arguments per update and halved the loops' speed), and inlined by numba it typed every
+# kind at each call site. The table updates are inlined by numba, the owned one by LLVM.
 @njit(cache=True, inline="always")
 def record_update_i32(q, words, rewards, j, is_q, draw, eps, alpha, gamma, frac, x, nsat):
     """The INT32 table update of record ``j`` (flags compile-time constants): (new rng state,

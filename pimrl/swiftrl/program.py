@@ -28,9 +28,9 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.kernels import (
-    RAN, SEQ, STR, f32_scalar, learning_rates_f32, learning_rates_i32, next_index,
-    policy_value_f32, policy_value_i32, row_max, update_f32, update_f32_owned, update_i32,
-    update_i32_owned,
+    RAN, SEQ, STR, f32_scalar, fields_at, learning_rates_f32, learning_rates_i32, next_index,
+    outside_table, policy_value_f32, policy_value_i32, row_max, update_f32, update_f32_owned,
+    update_i32, update_i32_owned,
 )
 from pimrl.learners.variants import (
     P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
@@ -148,13 +148,10 @@ def _build_kernel(variant: Variant, count_visits: bool):
             checked = False
             if direct:
                 checked = True
-                for r in range(n_records):
-                    k = rec_base + 4 * r
-                    fl = np.uint32(pool_i32[k + 3])
-                    if ((np.uint32(pool_i32[k]) >= ns_u) | (np.uint32(pool_i32[k + 1]) >= ns_u)
-                            | ((fl & np.uint32(0xFF)) >= na_u)
-                            | (CHECK_B & (((fl >> np.uint32(8)) & np.uint32(0xFF)) >= na_u)
-                               & ((fl & np.uint32(0xFF0000)) == 0))):
+                for rec in range(n_records):
+                    s, a, _, s2, b, term = fields_at(pool_i32, pool_r,
+                                                     np.uint64(rec_base + 4 * rec))
+                    if outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
                         checked = False
                         break
 
@@ -244,35 +241,27 @@ def _build_kernel(variant: Variant, count_visits: bool):
                         else:
                             w = np.uint64(t * block_words + ((j - blk_lo[t]) << 2))
                             src_i32, src_r = buf_i32, buf_r
-                        # Unsigned fields: one compare each also catches negative states,
-                        # and indexing with them needs no negative-index wraparound.
-                        s = np.uint32(src_i32[w])
-                        s2 = np.uint32(src_i32[w + np.uint64(1)])
-                        flags = np.uint32(src_i32[w + np.uint64(3)])
-                        a = flags & np.uint32(0xFF)
-                        b = (flags >> np.uint32(8)) & np.uint32(0xFF)
-                        term = (flags & np.uint32(0xFF0000)) != 0
-                        if not checked and ((s >= ns_u) | (s2 >= ns_u) | (a >= na_u)
-                                            | (CHECK_B & (b >= na_u) & (not term))):
+                        s, a, r, s2, b, term = fields_at(src_i32, src_r, w)
+                        if not checked and outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
                             fault = FAULT_RECORD * 256 + 1 + t
                             stats[C_STEPS] = j                  # the offending record
                             break
                         dr = 0
                         if OWNED and IS_INT:
                             sc, n_sat = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a,
-                                                         src_r[w + np.uint64(2)], s2, term, alpha, gamma,
+                                                         r, s2, term, alpha, gamma,
                                                          frac, IS_Q, EG, wt, own_lo, cmean,
                                                          cmax, n_sat)
                         elif OWNED:
-                            sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, src_r[w + np.uint64(2)], s2,
+                            sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, r, s2,
                                                   term, alpha, gamma, IS_Q, EG, wt, own_lo,
                                                   cmean, cmax)
                         elif IS_INT:
-                            x, sc, dr, n_sat = update_i32(q, s, a, src_r[w + np.uint64(2)], s2, b, term,
+                            x, sc, dr, n_sat = update_i32(q, s, a, r, s2, b, term,
                                                           IS_Q, DRAW, eps, alpha, gamma, frac,
                                                           x, n_sat)
                         else:
-                            x, sc, dr = update_f32(q, s, a, src_r[w + np.uint64(2)], s2, b, term, IS_Q, DRAW,
+                            x, sc, dr = update_f32(q, s, a, r, s2, b, term, IS_Q, DRAW,
                                                    eps, alpha, gamma, x)
                         if USES_RNG:
                             rng[t] = x
