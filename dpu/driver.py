@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import operator
 import os
 import sys
 import tempfile
@@ -163,6 +164,29 @@ def _rows_of_one_array(views: list, size: int) -> Optional[np.ndarray]:
             return None
     return np.lib.stride_tricks.as_strided(first, shape=(len(views), size), strides=(step, 1),
                                            writeable=first.flags.writeable)
+
+
+class HostRows(list):
+    """One host buffer per DPU, the rows of one 2-D numpy array: ``list(matrix)`` (what
+    ``copy`` takes on any ``dpu`` package) that remembers ``matrix``, so that the simulator
+    moves the rows in one copy without looking at each of thousands of buffers. Change the
+    list and a transfer reads each buffer again, as it does for any list."""
+
+    def __init__(self, matrix: np.ndarray):
+        if not isinstance(matrix, np.ndarray) or matrix.ndim != 2:
+            raise TypeError("HostRows takes a 2-D numpy array (one row per DPU)")
+        super().__init__(matrix)
+        self.matrix = matrix
+        self._made = tuple(self)
+
+    def byte_matrix(self, writable: bool) -> Optional[np.ndarray]:
+        """The rows as one (n, bytes) uint8 array, or None when the list has changed since
+        it was made or the array cannot be read (or written) as it stands."""
+        m = self.matrix
+        if (len(self) != len(self._made) or not all(map(operator.is_, self, self._made))
+                or not m.flags.c_contiguous or (writable and not m.flags.writeable)):
+            return None
+        return m.view(np.uint8).reshape(len(m), -1)
 
 
 def _dpu_id(alloc: system.Allocation, slot: int) -> int:
@@ -431,17 +455,26 @@ class DpuSet:
         if len(host) != len(self):
             raise DpuError("invalid number of host buffers for this DPU set",
                            "DPU_ERR_INVALID_MEMORY_TRANSFER")
-        views = [None if b is None else _byte_view(b, writable=not to_dpu) for b in host]
-        lengths = [len(v) for v in views if v is not None]
+        matrix = host.byte_matrix(writable=not to_dpu) if type(host) is HostRows else None
+        if matrix is not None:              # rows of one array, as made: no look at each
+            views, lengths = None, [matrix.shape[1]] if len(host) else []
+        else:
+            views = [None if b is None else _byte_view(b, writable=not to_dpu) for b in host]
+            lengths = [len(v) for v in views if v is not None]
         buffer_size = min(lengths) if lengths else 0
         if size is None:
             size = buffer_size
         elif lengths and buffer_size < size:
             raise DpuError("host buffer is too small", "DPU_ERR_INVALID_BUFFER_SIZE")
         slots = self._sys.slots
-        if len(lengths) == len(views) and size > 0:
+        if views is None and size == 0:
+            views = [_byte_view(b, writable=not to_dpu) for b in host]
+        if size > 0 and (views is None or len(lengths) == len(views)):
             # Every DPU has a buffer: one vectorised transfer, booked as the push would be.
-            matrix = _rows_of_one_array(views, size)
+            if views is not None:
+                matrix = _rows_of_one_array(views, size)
+            elif size < matrix.shape[1]:
+                matrix = matrix[:, :size]
             if to_dpu:
                 self._sys.scatter_to(symbol, offset, matrix if matrix is not None
                                      else np.stack([v[:size] for v in views]))

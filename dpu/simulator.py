@@ -65,6 +65,15 @@ def phase(dpu_set, category: str):
         yield
 
 
+def rows(matrix) -> list:
+    """``list(matrix)``: one host buffer per DPU, the rows of a 2-D numpy array, for
+    ``copy``. It is a list to every ``dpu`` package; the simulator sees that the buffers are
+    the rows of ``matrix`` and moves them in one copy, without checking each of them."""
+    from dpu.driver import HostRows
+
+    return HostRows(matrix)
+
+
 def load(dpu_set, program: system.DpuProgram):
     """Load a program object of this process (a :class:`pimrl.pim.system.DpuProgram`: the
     SwiftRL numba kernel, a C kernel that reports its work counters) as ``load(binary=...)``

@@ -396,6 +396,12 @@ def test_kernel_reads_records_alike_from_mram_pages_and_wram_buffers(variant):
         out = s.gather_from(sym, 0, prog.symbols[sym].size)
         assert np.array_equal(out[0], out[1]), sym
     assert s.gather_from("stats", 0, prog.symbols["stats"].size).view(np.int64)[0, 0] == 2 * n
+    # DPU 1 wrote its DMA buffers, and its launch said so: the next allocation of this size
+    # gets the memory back all zero.
+    wram = s.alloc.wram
+    s.free()
+    t = dpu_alloc(2, machine=small_machine())
+    assert t.alloc.wram is wram and not wram.any()
 
 
 @pytest.mark.parametrize("override,message", [
@@ -429,6 +435,9 @@ def test_freed_memories_are_reused_zeroed_and_capped(monkeypatch):
     memory.release_array(a)
     b = memory.reused_zeros((4, 16), np.uint8)
     assert b is a and not b.any()
+    b[:, :5] = 7                                     # its user wrote columns 0-4 only
+    memory.release_array(b, written=5)
+    assert not memory.reused_zeros((4, 16), np.uint8).any()
 
     m = memory.PagedMram.reused(2, 8192)
     m.write(np.array([0, 1]), 4000, np.full((2, 200), 9, np.uint8))     # spans two pages
@@ -439,6 +448,10 @@ def test_freed_memories_are_reused_zeroed_and_capped(monkeypatch):
     assert not m2.read(np.array([0, 1]), 0, 8192).any()
     m2.write(np.array([1]), 0, np.arange(8, dtype=np.uint8))
     assert list(m2.read(np.array([0, 1]), 0, 8)[1]) == list(range(8)) and m2.n_pages == 1
+    # Its page took a pool row the 9s were written to: what the write left reads as zero.
+    assert not m2.read(np.array([1]), 8, 8184).any()
+    m2.write(np.array([0]), 4096, np.full((1, 4096), 5, np.uint8))     # a whole stale page
+    assert (m2.read(np.array([0]), 4096, 4096) == 5).all()
 
     monkeypatch.setattr(memory, "SPARE_BYTES", 100)
     monkeypatch.setattr(memory, "_SPARES", {})
@@ -456,3 +469,13 @@ def test_freed_memories_are_reused_zeroed_and_capped(monkeypatch):
     assert t.alloc.wram is wram and not wram.any()
     with pytest.raises(DpuError):
         s.copy_from("anything", 0, 8)
+
+    # A launch says which WRAM it wrote; only that is cleared for the next allocation.
+    monkeypatch.setattr(memory, "SPARE_BYTES", 1 << 30)
+    monkeypatch.setattr(memory, "_SPARES", {})
+    tr = PimTrainer(LearnerParams(epochs=2), n_dpus=3, tasklets=5, keep_dpu_tables=True)
+    assert tr.fit(RECORDS, S, A).dpu_tables_.any()
+    kept = [key for key in memory._SPARES if key[0] == "array"]
+    assert kept
+    for _, shape, dtype in kept:
+        assert not memory.reused_zeros(shape, np.dtype(dtype)).any()

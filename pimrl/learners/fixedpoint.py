@@ -31,10 +31,45 @@ def to_fixed(x: np.ndarray, frac_bits: int, name: str = "values") -> np.ndarray:
     bad = ~np.isfinite(v) | (v < INT32_MIN) | (v > INT32_MAX)
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])
-        lim = 2.0 ** (31 - frac_bits)
-        raise ValueError(f"{name}[{i}]={x.ravel()[i]!r} does not fit in Q{31 - frac_bits}."
-                         f"{frac_bits} fixed point (range +-{lim:g})")
+        raise _does_not_fit(name, i, x.ravel()[i], frac_bits)
     return v.astype(np.int32)
+
+
+def _does_not_fit(name: str, i: int, x, frac_bits: int) -> ValueError:
+    lim = 2.0 ** (31 - frac_bits)
+    return ValueError(f"{name}[{i}]={x!r} does not fit in Q{31 - frac_bits}.{frac_bits} "
+                      f"fixed point (range +-{lim:g})")
+
+
+def records_with_fixed_rewards(records: np.ndarray, frac_bits: int) -> np.ndarray:
+    """A copy of ``records`` (16-byte transition records, any shape) whose rewards are Q-format
+    int32 (the float32 field holding their bits), converted as :func:`to_fixed` converts:
+    what an INT32 kernel reads. One compiled pass; the first reward out of range (in the
+    records' flat order) raises ValueError naming its index, as ``to_fixed`` does."""
+    out = np.empty_like(records)
+    if records.size:
+        words = np.ascontiguousarray(records).view(np.int32).reshape(-1, 4)
+        bad = _copy_fixing_rewards(words, words.view(np.float32), out.view(np.int32).reshape(-1, 4),
+                                   float(1 << frac_bits))
+        if bad >= 0:
+            raise _does_not_fit("reward", bad, np.float64(records["reward"].ravel()[bad]),
+                                frac_bits)
+    return out
+
+
+@njit(cache=True)
+def _copy_fixing_rewards(words, rewards, out, scale):
+    """Copy the records' words (n, 4), word 2 (the reward) rounded to Q format; the first
+    record whose reward does not fit, or -1."""
+    for i in range(words.shape[0]):
+        v = np.rint(np.float64(rewards[i, 2]) * scale)
+        if not (v >= INT32_MIN and v <= INT32_MAX):           # NaN fails both
+            return i
+        out[i, 0] = words[i, 0]
+        out[i, 1] = words[i, 1]
+        out[i, 2] = np.int32(v)
+        out[i, 3] = words[i, 3]
+    return -1
 
 
 def from_fixed(x: np.ndarray, frac_bits: int) -> np.ndarray:

@@ -19,7 +19,9 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 from pimrl.learners.fixedpoint import INT32_MAX, INT32_MIN
 from pimrl.learners.variants import (
@@ -48,6 +50,38 @@ def unlikely(typingctx, cond):
                                                 "llvm.expect.i1")
         return builder.call(expect, [args[0], ir.Constant(i1, 0)])
     return types.boolean(types.boolean), codegen
+
+
+@intrinsic
+def _rows_of(typingctx, flat, n_rows, n_cols):
+    """``flat`` (1-D, C-contiguous) as an (n_rows, n_cols) C-contiguous array, the struct
+    built in place (the caller checks the size)."""
+    if not (isinstance(flat, types.Array) and flat.ndim == 1 and flat.layout == "C"):
+        return None
+    table = flat.copy(ndim=2, layout="C")
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, args[0])
+        out = make_array(table)(context, builder)
+        rows = context.cast(builder, args[1], signature.args[1], types.intp)
+        cols = context.cast(builder, args[2], signature.args[2], types.intp)
+        size = src.itemsize
+        populate_array(out, data=src.data, shape=cgutils.pack_array(builder, [rows, cols]),
+                       strides=cgutils.pack_array(builder, [builder.mul(cols, size), size]),
+                       itemsize=size, meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, table, out._getvalue())
+    return table(flat, n_rows, n_cols), codegen
+
+
+@njit(cache=True, inline="always")
+def as_table(flat, n_rows, n_cols):
+    """The first ``n_rows * n_cols`` items of ``flat`` (1-D, C-contiguous) as an (n_rows,
+    n_cols) table, a view. Unlike ``reshape``, whose shape comes back from a C helper that
+    LLVM cannot see into, a row length that is a compile-time constant stays one: rows are
+    indexed with a constant stride and a row's max is unrolled without length tests."""
+    if flat.shape[0] < n_rows * n_cols:
+        raise ValueError("as_table: the array is shorter than the table")
+    return _rows_of(flat, n_rows, n_cols)
 
 
 # The saturation count is threaded through (``n`` in, ``n`` out) rather than returned as a

@@ -66,10 +66,11 @@ def record_words(records: np.ndarray, params: LearnerParams):
     ``rewards`` as float32, or, for INT32 kernels, as int32 with the reward rewritten in Q
     format (as the host does before a push to DPUs). One record is one 16-byte load, as on a
     DPU and in C: a random sample touches one cache line, not one per field."""
-    words = np.ascontiguousarray(records).copy().view(np.int32).reshape(-1, 4)
     if params.dtype == "int32":
-        words[:, 2] = fixedpoint.to_fixed(records["reward"], params.frac_bits, "reward")
+        words = fixedpoint.records_with_fixed_rewards(records, params.frac_bits)
+        words = words.view(np.int32).reshape(-1, 4)
         return words, words
+    words = np.ascontiguousarray(records).copy().view(np.int32).reshape(-1, 4)
     return words, words.view(np.float32)
 
 

@@ -53,18 +53,23 @@ def keep_spare(key, memory, nbytes: int) -> None:
 
 
 def reused_zeros(shape, dtype) -> np.ndarray:
-    """:func:`lazy_zeros`, or a kept array of that shape zeroed again (memset, no faults)."""
+    """:func:`lazy_zeros`, or a kept array of that shape zeroed again (memset, no faults; only
+    the columns its last user may have written)."""
     key = ("array", tuple(shape), np.dtype(dtype).str)
     kept = spare(key)
     if kept is None:
         return lazy_zeros(shape, dtype)
-    kept[...] = 0
-    return kept
+    array, written = kept
+    array[..., :written] = 0
+    return array
 
 
-def release_array(array: np.ndarray) -> None:
-    """Hand ``array`` (from :func:`reused_zeros`) back for reuse."""
-    keep_spare(("array", array.shape, array.dtype.str), array, array.nbytes)
+def release_array(array: np.ndarray, written: int | None = None) -> None:
+    """Hand ``array`` (from :func:`reused_zeros`) back for reuse. ``written``: its columns
+    (last axis) ``written`` and beyond are still all zero (None: any may not be)."""
+    cols = array.shape[-1] if array.ndim else 0
+    written = cols if written is None else min(max(int(written), 0), cols)
+    keep_spare(("array", array.shape, array.dtype.str), (array, written), array.nbytes)
 
 
 class PagedMram:
@@ -83,6 +88,9 @@ class PagedMram:
         self.page_table = lazy_zeros((n_dpus, bank_bytes >> PAGE_SHIFT), np.int32)
         self.pool = np.zeros((16, PAGE_BYTES), dtype=np.uint8)
         self.n_pages = 0
+        # Pool rows below this may hold an earlier allocation's bytes: a page given one is
+        # cleared where its first write does not cover it (rows above it are zero).
+        self.stale_rows = 0
         self._mapped_columns: set = set()     # (first, last) page ranges ever mapped
 
     @classmethod
@@ -94,7 +102,7 @@ class PagedMram:
             return cls(n_dpus, bank_bytes)
         for first, last in kept._mapped_columns:
             kept.page_table[:, first:last + 1] = 0
-        kept.pool[:kept.n_pages] = 0                  # new pages must read as zeros
+        kept.stale_rows = max(kept.stale_rows, kept.n_pages)   # new pages must read as zeros
         kept.n_pages = 0
         kept._mapped_columns = set()
         return kept
@@ -107,22 +115,27 @@ class PagedMram:
     def bytes_allocated(self) -> int:
         return self.n_pages * PAGE_BYTES
 
-    def _map(self, dpus: np.ndarray, first_page: int, last_page: int) -> np.ndarray:
-        """Page ids (pool rows + 1) of pages [first, last] of ``dpus``, allocating missing ones."""
+    def _map(self, dpus: np.ndarray, first_page: int, last_page: int):
+        """Page ids (pool rows + 1) of pages [first, last] of ``dpus``, allocating missing
+        ones, and where the pages are new ones on stale pool rows (to clear)."""
         block = self.page_table[dpus, first_page:last_page + 1]
         missing = block == 0
         n_new = int(missing.sum())
+        stale = None
         if n_new:
             need = self.n_pages + n_new
             if need > len(self.pool):
                 grown = np.zeros((max(need, 2 * len(self.pool)), PAGE_BYTES), dtype=np.uint8)
                 grown[: self.n_pages] = self.pool[: self.n_pages]
                 self.pool = grown
+                self.stale_rows = min(self.stale_rows, self.n_pages)
             block[missing] = np.arange(self.n_pages + 1, need + 1, dtype=np.int32)
+            if self.n_pages < self.stale_rows:
+                stale = missing & (block <= self.stale_rows)
             self.n_pages = need
             self.page_table[dpus, first_page:last_page + 1] = block
             self._mapped_columns.add((first_page, last_page))
-        return block
+        return block, stale
 
     def write(self, dpus, offset: int, data: np.ndarray) -> None:
         """Write ``data`` ((len(dpus), n) bytes, or (n,) for the same bytes to all) at ``offset``."""
@@ -132,11 +145,15 @@ class PagedMram:
         if n == 0 or len(dpus) == 0:
             return
         first, last = offset >> PAGE_SHIFT, (offset + n - 1) >> PAGE_SHIFT
-        pages = self._map(dpus, first, last)
+        pages, stale = self._map(dpus, first, last)
         pos = 0
         for k in range(last - first + 1):
             lo = (offset + pos) & (PAGE_BYTES - 1)
             chunk = min(n - pos, PAGE_BYTES - lo)
+            if stale is not None and (lo or lo + chunk < PAGE_BYTES) and stale[:, k].any():
+                rows = pages[stale[:, k], k] - 1         # what this write leaves must be zero
+                self.pool[rows, :lo] = 0
+                self.pool[rows, lo + chunk:] = 0
             src = data[..., pos:pos + chunk]
             self.pool[pages[:, k] - 1, lo:lo + chunk] = src if src.ndim == 2 else src[None, :]
             pos += chunk

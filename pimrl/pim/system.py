@@ -56,6 +56,9 @@ class LaunchResult:
     cycles: np.ndarray                                   # float64, one per launched DPU
     faults: list = field(default_factory=list)           # (slot, tasklet, reason)
     counters: np.ndarray | None = None
+    # WRAM bytes, from address 0, that the launch may have written on any DPU (None: all):
+    # a later allocation reusing this memory zeroes only those.
+    wram_written: int | None = None
 
 
 class DpuProgram:
@@ -68,7 +71,8 @@ class DpuProgram:
     - ``globals_bytes``: the WRAM bytes that ``dpu_load`` zeroes (``None``: ``wram_used``);
     - :meth:`initial_data`: writes the program's initialised data at load;
     - :meth:`launch`: runs it on the DPUs ``slots`` of ``alloc`` and returns a
-      :class:`LaunchResult` (cycles per DPU, faults, counters).
+      :class:`LaunchResult` (cycles per DPU, faults, counters and, when it knows, how much
+      of WRAM it wrote: a later allocation of that memory clears only that much).
     """
 
     name = "program"
@@ -169,6 +173,7 @@ class Allocation:
         self.mram = PagedMram.reused(self.n_slots, hw.mram_bytes)
         self.wram = reused_zeros((self.n_slots, hw.wram_bytes), np.uint8)
         self.clean = np.ones(self.n_slots, dtype=bool)  # WRAM rows all zero (no load yet)
+        self.wram_high = 0          # WRAM from this byte on is zero in every row
         self.program_of = np.full(self.n_slots, -1, dtype=np.int64)
         self.programs: list = []
         self.prepared: dict = {}
@@ -316,7 +321,7 @@ class DpuSet:
         # The memories go to the next allocation of this size; a stale reference to this
         # one then fails loudly instead of reading another allocation's memory.
         a.mram.release()
-        release_array(a.wram)
+        release_array(a.wram, written=a.wram_high)
         a.mram = a.wram = None
 
     def load(self, program: DpuProgram) -> DpuProgram:
@@ -334,6 +339,7 @@ class DpuSet:
         if len(dirty):
             a.wram[_rows(dirty), :zeroed] = 0
         a.clean[self.slots] = False
+        a.wram_high = max(a.wram_high, zeroed)          # initial data lies in the globals
         program.initial_data(a, self.slots)
         for s in self.slots:
             a.logs.pop(int(s), None)
@@ -390,6 +396,7 @@ class DpuSet:
         elif sym.space == "wram":
             start = sym.offset + offset
             a.wram[_rows(slots), start:start + data.shape[-1]] = data
+            a.wram_high = max(a.wram_high, start + data.shape[-1])
         else:
             raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not writable in the simulator")
 
@@ -527,6 +534,8 @@ class DpuSet:
                        "asynchronous launch (call dpu_sync first)")
         program = self.program()
         result = program.launch(self.alloc, self.slots)
+        self.alloc.wram_high = max(self.alloc.wram_high, self.alloc.hw.wram_bytes
+                                   if result.wram_written is None else result.wram_written)
         book_launch(self.alloc, program.name, result.cycles, self.nr_dpus,
                     policy == DPU_SYNCHRONOUS)
         if policy == DPU_ASYNCHRONOUS:

@@ -191,6 +191,7 @@ def _publish(entry: _Entry):
     if entry.freed or not FAST_PATH:
         return
     a = entry.alloc
+    a.wram_high = a.wram.shape[1]           # the C side writes WRAM past the Python checks
     try:
         m.wram = _pointer(a.wram, "uint8_t *")
         m.wram_bytes = a.wram.shape[1]

@@ -69,9 +69,14 @@ class DpuPackageSet:
             raise RuntimeError(f"asked the dpu package for {n_dpus} DPUs, got {len(self.set)}")
 
     # ------------------------------------------------------------------ transfers
+    def _rows(self, matrix: np.ndarray) -> list:
+        """One host buffer per DPU, the rows of ``matrix``: on the simulator a list it moves
+        in one copy (``dpu.simulator.rows``), on hardware ``list(matrix)``."""
+        return self._sim.rows(matrix) if self.modelled else list(matrix)
+
     def push_rows(self, symbol: str, rows: np.ndarray) -> None:
         """Row ``i`` of ``rows`` (uint8, one row per DPU) into DPU ``i``'s ``symbol``."""
-        self.set.copy(symbol, list(rows))             # numpy row views: no copy here
+        self.set.copy(symbol, self._rows(rows))       # numpy row views: no copy here
 
     def push_all(self, symbol: str, data: np.ndarray) -> None:
         """The same bytes into every DPU's ``symbol`` (a broadcast)."""
@@ -83,7 +88,7 @@ class DpuPackageSet:
     def pull_rows(self, symbol: str, nbytes: int) -> np.ndarray:
         """The first ``nbytes`` of every DPU's ``symbol``: (n_dpus, nbytes) uint8."""
         out = np.empty((self.n_dpus, nbytes), dtype=np.uint8)
-        self.set.copy(list(out), symbol)
+        self.set.copy(self._rows(out), symbol)
         return out
 
     def peek_rows(self, symbol: str, nbytes: int) -> np.ndarray:

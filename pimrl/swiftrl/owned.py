@@ -322,8 +322,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                          f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
     matrix = dpu_record_matrix(records[plan.order], plan.bounds)
     if p.dtype == "int32":
-        matrix = matrix.copy()
-        matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+        matrix = fixedpoint.records_with_fixed_rewards(matrix, p.frac_bits)
     if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
         matrix = matrix.copy()
     raw_dtype = np.int32 if p.dtype == "int32" else np.float32

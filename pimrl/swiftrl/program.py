@@ -28,9 +28,9 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.kernels import (
-    RAN, SEQ, STR, f32_scalar, fields_at, learning_rates_f32, learning_rates_i32, next_index,
-    outside_table, policy_value_f32, policy_value_i32, row_max, update_f32, update_f32_owned,
-    update_i32, update_i32_owned,
+    RAN, SEQ, STR, as_table, f32_scalar, fields_at, learning_rates_f32, learning_rates_i32,
+    next_index, outside_table, policy_value_f32, policy_value_i32, row_max, update_f32,
+    update_f32_owned, update_i32, update_i32_owned,
 )
 from pimrl.learners.variants import (
     P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
@@ -58,10 +58,11 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-def _build_kernel(variant: Variant, count_visits: bool):
-    """The launch kernel of one variant: a numba closure whose flags are compile-time
-    constants (as :func:`pimrl.learners.kernels.compiled`'s loops; the same update primitives),
-    cached by numba across runs."""
+def _build_kernel(variant: Variant, count_visits: bool, n_actions: int):
+    """The launch kernel of one variant for tables of ``n_actions`` actions: a numba closure
+    whose flags and action count are compile-time constants (as the C kernel is built with
+    ``-DN_ACTIONS``; the same update primitives as :func:`pimrl.learners.kernels.compiled`'s
+    loops), cached by numba across runs."""
     IS_INT = variant.is_int
     IS_Q = variant.algo == "q"
     DRAW = variant.draws_next_action
@@ -72,13 +73,19 @@ def _build_kernel(variant: Variant, count_visits: bool):
     RAW = np.int32 if IS_INT else np.float32        # the table's raw type in WRAM
     EG = variant.epsilon_greedy                           # owned SARSA's target policy
     CHECK_B = variant.algo == "sarsa" and not DRAW and not OWNED    # reads the logged b
+    N_ACTIONS = int(n_actions)      # a constant row length: row maxima unrolled, no length tests
 
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
                heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, off_v,
-               off_vout, off_w):
+               off_vout, off_w, copied):
         """Every DPU of ``slots``, each its updates in the order of docs/design.md on its own
-        memories (callers run disjoint slices of the DPUs on several threads)."""
+        memories (callers run disjoint slices of the DPUs on several threads). ``copied[0]``
+        is set when a DPU copied records into its WRAM buffers. ``n_actions`` must be the
+        kernel's (it is built for one)."""
+        if n_actions != N_ACTIONS:
+            raise ValueError("this launch kernel was built for another number of actions")
+        n_actions = N_ACTIONS
         nq = n_states * n_actions
         # The table's sizes as uint32, for the record checks: compared with the uint32
         # fields in one type (numba compares a uint with an int64 in float64).
@@ -100,14 +107,15 @@ def _build_kernel(variant: Variant, count_visits: bool):
             params = row[off_params:off_params + 8 * PARAMS_WORDS].view(np.int64)
             rng = row[off_rng:off_rng + 4 * tasklets].view(np.uint32)
             stats = row[off_stats:off_stats + 8 * N_COUNTERS].view(np.int64)
-            visits = row[off_visits:off_visits + 4 * nq].view(np.uint32).reshape((n_states, n_actions))
+            visits = as_table(row[off_visits:off_visits + 4 * nq].view(np.uint32), n_states,
+                              n_actions)
             buf_i32 = row[off_buf:off_buf + buf_len].view(np.int32)
-            q = row[off_q:off_q + 4 * nq].view(RAW).reshape((n_states, n_actions))
+            q = as_table(row[off_q:off_q + 4 * nq].view(RAW), n_states, n_actions)
             buf_r = row[off_buf:off_buf + buf_len].view(RAW)
             vv = row[off_v:off_v + 4 * n_states].view(RAW)
             edges = row[off_vout:off_vout + 8 * n_actions].view(RAW)
             vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(RAW)
-            wt = row[off_w:off_w + 4 * nq].view(RAW).reshape((n_states, n_actions))
+            wt = as_table(row[off_w:off_w + 4 * nq].view(RAW), n_states, n_actions)
             if IS_INT:
                 alpha, gamma = learning_rates_i32(params)
                 cmax = np.int32(params[P_POLICY_MAX_FX])
@@ -142,6 +150,8 @@ def _build_kernel(variant: Variant, count_visits: bool):
             # Record j's first word in the pool, when direct: rec_base + 4 j.
             rec_base = ((page_row[first_page] - 1) * page_words
                         + ((heap_off & (PAGE_BYTES - 1)) >> 2)) if direct else 0
+            if not direct:
+                copied[0] = 1
             # Records read in place are checked once, before any update: if all hold states
             # and actions of the table, the loop checks none (it checks each record read,
             # and faults on the first bad one in the update order, otherwise).
@@ -174,8 +184,9 @@ def _build_kernel(variant: Variant, count_visits: bool):
             # SEQ walks every lane in step: one block per tasklet every block_records steps.
             chunked = SAMPLING == SEQ
 
-            # Counters live in locals (registers) and reach WRAM once at the end.
-            n_updates = n_terminal = n_scanned = n_rng = n_below = n_dma = n_dma_bytes = 0
+            # Counters live in locals (registers) and reach WRAM once at the end; the updates
+            # are counted after the loop (every lane makes its length of them an epoch).
+            n_terminal = n_scanned = n_rng = n_below = n_dma = n_dma_bytes = 0
             n_sat = 0
             fault = 0
             for _ in range(params[P_EPOCHS]):
@@ -267,7 +278,6 @@ def _build_kernel(variant: Variant, count_visits: bool):
                             rng[t] = x
                         if VISITS:
                             visits[s, a] += 1
-                        n_updates += 1
                         n_terminal += term
                         if DRAW or OWNED:           # otherwise derived after the loop
                             n_scanned += sc
@@ -281,6 +291,7 @@ def _build_kernel(variant: Variant, count_visits: bool):
                 stats[C_SAT] = n_sat
                 stats[C_FAULT] = fault
                 continue
+            n_updates = params[P_EPOCHS] * n_records
             if IS_Q and not OWNED:                  # the max scans every action
                 n_scanned = n_actions * (n_updates - n_terminal)
             if SAMPLING == RAN:
@@ -319,11 +330,12 @@ def _build_kernel(variant: Variant, count_visits: bool):
 _KERNELS: dict = {}
 
 
-def dpu_kernel(variant: Variant, count_visits: bool):
-    """The compiled launch kernel of ``variant`` (built once per process)."""
-    key = (variant, bool(count_visits))
+def dpu_kernel(variant: Variant, count_visits: bool, n_actions: int):
+    """The compiled launch kernel of ``variant`` for ``n_actions`` actions (built once per
+    process)."""
+    key = (variant, bool(count_visits), int(n_actions))
     if key not in _KERNELS:
-        _KERNELS[key] = _build_kernel(variant, count_visits)
+        _KERNELS[key] = _build_kernel(variant, count_visits, n_actions)
     return _KERNELS[key]
 
 
@@ -429,10 +441,12 @@ class RlProgram(DpuProgram):
         # SARSA's next action is a launch parameter (params.sarsa_draw), as in the C kernel:
         # each DPU runs the compiled loop of the choice its parameters make.
         draws = params[ok, P_SARSA_DRAW] != 0
+        copied = np.zeros(1, dtype=np.uint8)
         for next_action, group in (("logged", run[~draws]), ("epsilon-greedy", run[draws])):
             if len(group):
                 kernel = dpu_kernel(Variant(self.algo, self.dtype, self.sampling, next_action,
-                                            self.bootstrap), self.count_visits)
+                                            self.bootstrap), self.count_visits,
+                                    self.n_actions)
                 owned = self.variant.owned
                 run_ranges(lambda lo, hi: kernel(
                     group[lo:hi], alloc.mram.page_table, alloc.mram.pool, alloc.wram,
@@ -440,7 +454,7 @@ class RlProgram(DpuProgram):
                     sym["rng_state"].offset, sym["stats"].offset, sym["q_table"].offset,
                     0 if self.policy_weights else sym["visits"].offset, self.off_buf,
                     sym["v_table"].offset if owned else 0, sym["v_out"].offset if owned else 0,
-                    sym["policy_weights"].offset if self.policy_weights else 0),
+                    sym["policy_weights"].offset if self.policy_weights else 0, copied),
                     len(group))
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
@@ -460,4 +474,7 @@ class RlProgram(DpuProgram):
             eg = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw, "epsilon-greedy"),
                                      self.tasklets)
             cycles = np.where(params[:, P_SARSA_DRAW] != 0, eg, cycles)
-        return LaunchResult(cycles=cycles, faults=faults, counters=counters)
+        # The kernel writes its globals and, when it copied records, its DMA buffers.
+        written = (self.off_buf + self.tasklets * self.block_bytes if copied[0]
+                   else self.globals_bytes)
+        return LaunchResult(cycles=cycles, faults=faults, counters=counters, wram_written=written)

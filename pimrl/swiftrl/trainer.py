@@ -172,8 +172,7 @@ class PimTrainer:
                              f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
         matrix = dpu_record_matrix(ordered, bounds)
         if p.dtype == "int32":
-            matrix = matrix.copy()
-            matrix["reward"] = fixedpoint.to_fixed(matrix["reward"], p.frac_bits, "reward").view(np.float32)
+            matrix = fixedpoint.records_with_fixed_rewards(matrix, p.frac_bits)
         if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
             matrix = matrix.copy()
 
@@ -243,12 +242,13 @@ class PimTrainer:
                                           dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
-        return self._set_learned(counters, bounds, program, hw, raw)
+        return self._set_learned(counters, bounds, program, hw, raw, owned=True)
 
-    def _set_learned(self, counters, bounds, program, hw, tables) -> "PimTrainer":
+    def _set_learned(self, counters, bounds, program, hw, tables, owned=False) -> "PimTrainer":
         """The state every scheme's ``fit`` ends with: the launches' summed work counters and
         what follows from them, the partition, the program, the hardware and (with
-        ``keep_dpu_tables``) a copy of the DPUs' last tables."""
+        ``keep_dpu_tables``) the DPUs' last tables: ``tables`` itself when ``owned`` (an
+        array nothing else holds), else a copy."""
         self.counters_ = counters
         self.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
         self.n_updates_ = int(counters[:, kcost.C["updates"]].sum())
@@ -256,5 +256,5 @@ class PimTrainer:
         self.program_ = program
         self.hardware_ = hw
         if self.keep_dpu_tables:
-            self.dpu_tables_ = tables.copy()
+            self.dpu_tables_ = tables if owned else tables.copy()
         return self
