@@ -339,7 +339,8 @@ class DpuSet:
         if len(dirty):
             a.wram[_rows(dirty), :zeroed] = 0
         a.clean[self.slots] = False
-        a.wram_high = max(a.wram_high, zeroed)          # initial data lies in the globals
+        if type(program).initial_data is not DpuProgram.initial_data:
+            a.wram_high = max(a.wram_high, zeroed)      # initial data lies in the globals
         program.initial_data(a, self.slots)
         for s in self.slots:
             a.logs.pop(int(s), None)
