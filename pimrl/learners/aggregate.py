@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from pimrl.learners import fixedpoint
 from pimrl.registry import Registry
@@ -19,8 +20,22 @@ from pimrl.learners.fixedpoint import raw_to_float  # noqa: F401 (the aggregates
 
 def mean_tables(raw: np.ndarray, scale: float, visits: np.ndarray | None = None) -> np.ndarray:
     """The plain average of the DPUs' tables (SwiftRL's). Raw tables (float32, or Q-format
-    int32 with ``scale`` = 2^-F) are averaged over axis 0 in float64."""
-    return raw.mean(axis=0, dtype=np.float64) * scale
+    int32 with ``scale`` = 2^-F) are averaged over axis 0 in float64: each entry's values
+    summed in DPU order, then divided by their number, as ``raw.mean(axis=0,
+    dtype=np.float64)`` does (bit for bit: tested), in one compiled pass instead of numpy's
+    buffered casts (2,000 Taxi tables: 1 ms instead of 2-4)."""
+    flat = np.ascontiguousarray(raw).reshape(len(raw), -1)
+    return (_sum_over_tables(flat) / len(raw)).reshape(raw.shape[1:]) * scale
+
+
+@njit(cache=True)
+def _sum_over_tables(flat):
+    """Column sums of ``flat`` (tables x entries) in float64, rows added in order."""
+    acc = np.zeros(flat.shape[1])
+    for d in range(flat.shape[0]):
+        for j in range(flat.shape[1]):
+            acc[j] += np.float64(flat[d, j])
+    return acc
 
 
 def weighted_tables(raw: np.ndarray, scale: float, visits: np.ndarray) -> np.ndarray:
