@@ -8,6 +8,8 @@ import mmap
 import numpy as np
 from numba import njit
 
+from pimrl.parallel import copy_rows
+
 PAGE_SHIFT = 12                      # 4 KiB MRAM pages
 PAGE_BYTES = 1 << PAGE_SHIFT
 
@@ -60,7 +62,7 @@ def reused_zeros(shape, dtype) -> np.ndarray:
     if kept is None:
         return lazy_zeros(shape, dtype)
     array, written = kept
-    array[..., :written] = 0
+    copy_rows(array[..., :written], 0)
     return array
 
 
@@ -146,6 +148,9 @@ class PagedMram:
             return
         first, last = offset >> PAGE_SHIFT, (offset + n - 1) >> PAGE_SHIFT
         pages, stale = self._map(dpus, first, last)
+        # Pages given out in one go, DPU after DPU (a push to fresh memory), are one run of
+        # pool rows: the rows then take the data in one strided copy.
+        run = data.ndim == 2 and bool(np.all(np.diff(pages.ravel()) == 1))
         pos = 0
         for k in range(last - first + 1):
             lo = (offset + pos) & (PAGE_BYTES - 1)
@@ -154,9 +159,15 @@ class PagedMram:
                 rows = pages[stale[:, k], k] - 1         # what this write leaves must be zero
                 self.pool[rows, :lo] = 0
                 self.pool[rows, lo + chunk:] = 0
-            src = data[..., pos:pos + chunk]
-            self.pool[pages[:, k] - 1, lo:lo + chunk] = src if src.ndim == 2 else src[None, :]
+            if not run:
+                src = data[..., pos:pos + chunk]
+                self.pool[pages[:, k] - 1, lo:lo + chunk] = src if src.ndim == 2 else src[None, :]
             pos += chunk
+        if run:
+            p0, cols = int(pages[0, 0]) - 1, last - first + 1
+            span = self.pool[p0:p0 + pages.size].reshape(len(dpus), cols * PAGE_BYTES)
+            start = offset & (PAGE_BYTES - 1)
+            copy_rows(span[:, start:start + n], data)
 
     def read(self, dpus, offset: int, n: int, out=None) -> np.ndarray:
         """Bytes [offset, offset + n) of every DPU in ``dpus``: (len(dpus), n) uint8, into

@@ -16,6 +16,7 @@ import numpy as np
 from pimrl.pim import cost
 from pimrl.pim.errors import fail
 from pimrl.pim.hardware import Hardware, get_hardware, parse_overrides
+from pimrl.parallel import copy_rows
 from pimrl.pim.memory import PagedMram, release_array, reused_zeros
 
 DPU_ALLOCATE_ALL = 0xFFFFFFFF
@@ -396,7 +397,11 @@ class DpuSet:
             a.mram.write(slots, sym.offset + offset, data)
         elif sym.space == "wram":
             start = sym.offset + offset
-            a.wram[_rows(slots), start:start + data.shape[-1]] = data
+            rows = _rows(slots)
+            if isinstance(rows, slice) and data.ndim == 2:
+                copy_rows(a.wram[rows, start:start + data.shape[-1]], data)
+            else:
+                a.wram[rows, start:start + data.shape[-1]] = data
             a.wram_high = max(a.wram_high, start + data.shape[-1])
         else:
             raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not writable in the simulator")
@@ -408,9 +413,14 @@ class DpuSet:
         if sym.space == "wram":
             start = sym.offset + offset
             rows = _rows(slots)
+            if not isinstance(rows, slice):
+                if out is None:
+                    return a.wram[rows, start:start + length].copy()
+                out[...] = a.wram[rows, start:start + length]
+                return out
             if out is None:
-                return a.wram[rows, start:start + length].copy()
-            out[...] = a.wram[rows, start:start + length]
+                out = np.empty((rows.stop - rows.start, length), dtype=np.uint8)
+            copy_rows(out, a.wram[rows, start:start + length])
             return out
         raise fail("INVALID_IRAM_ACCESS", f"{sym.name}: IRAM is not readable in the simulator")
 
