@@ -70,3 +70,19 @@ def copy_rows(dst, src) -> None:
     else:
         part = lambda lo, hi: np.copyto(dst[lo:hi], src[lo:hi])  # noqa: E731
     run_ranges(part, len(dst) if dst.ndim else 0, 1 if dst.nbytes < SPLIT_BYTES else None)
+
+
+def first_found(fn, n_items: int, min_items: int = 1 << 17):
+    """The answer of ``fn(lo, hi)`` (a search over items lo..hi-1: None when nothing is
+    found there) for the first range holding one, the ranges searched on the threads at
+    once: the same answer as ``fn(0, n_items)`` when it returns the first item found.
+    Fewer than ``min_items`` items are searched on the calling thread."""
+    found = {}
+
+    def search(lo, hi):
+        found[lo] = fn(lo, hi)
+    run_ranges(search, n_items, 1 if n_items < min_items else None)
+    for lo in sorted(found):
+        if found[lo] is not None:
+            return found[lo]
+    return None

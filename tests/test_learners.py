@@ -1,6 +1,7 @@
 """Reference learners: the oracle for every other backend."""
 import json
 
+import numba
 import numpy as np
 import pytest
 
@@ -124,6 +125,21 @@ def test_records_out_of_range_named():
     rec["next_state"][6] = 0
     with pytest.raises(ValueError, match=r"record 8: state=-1 outside \[0, 3\)"):
         OfflineLearner().fit(rec, 3, 2)
+
+
+def test_checks_over_threads_name_the_first_bad_record():
+    """Large datasets are checked (and their rewards put in Q format) in ranges on several
+    threads: still the first bad record of the data is named, not the first one found."""
+    assert numba.config.NUMBA_NUM_THREADS >= 2
+    from pimrl.learners.reference import check_records
+
+    rec = random_records(400_000, 3, 2, p_terminal=0.0)
+    rec["state"][390_000], rec["action"][150_000] = 7, 5
+    with pytest.raises(ValueError, match=r"record 150000: action=5"):
+        check_records(rec, 3, 2, LearnerParams())
+    rec["reward"][399_999], rec["reward"][210_000] = 1e9, np.inf
+    with pytest.raises(ValueError, match=r"reward\[210000\]=np.float64\(inf\)"):
+        fixedpoint.records_with_fixed_rewards(rec, 16)
 
 
 @pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Taxi-v3", "CliffWalking-v1"])

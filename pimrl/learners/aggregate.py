@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from pimrl.parallel import SPLIT_BYTES, run_ranges
+
 from pimrl.learners import fixedpoint
 from pimrl.registry import Registry
 from pimrl.learners.fixedpoint import raw_to_float  # noqa: F401 (the aggregates' inverse)
@@ -25,17 +27,19 @@ def mean_tables(raw: np.ndarray, scale: float, visits: np.ndarray | None = None)
     dtype=np.float64)`` does (bit for bit: tested), in one compiled pass instead of numpy's
     buffered casts (2,000 Taxi tables: 1 ms instead of 2-4)."""
     flat = np.ascontiguousarray(raw).reshape(len(raw), -1)
-    return (_sum_over_tables(flat) / len(raw)).reshape(raw.shape[1:]) * scale
-
-
-@njit(cache=True)
-def _sum_over_tables(flat):
-    """Column sums of ``flat`` (tables x entries) in float64, rows added in order."""
     acc = np.zeros(flat.shape[1])
+    run_ranges(lambda lo, hi: _sum_over_tables(flat, acc, lo, hi), flat.shape[1],
+               1 if flat.nbytes < SPLIT_BYTES else None)
+    return (acc / len(raw)).reshape(raw.shape[1:]) * scale
+
+
+@njit(cache=True, nogil=True)
+def _sum_over_tables(flat, acc, lo, hi):
+    """Add columns ``lo..hi-1`` of ``flat`` (tables x entries) into ``acc`` in float64, rows
+    in order."""
     for d in range(flat.shape[0]):
-        for j in range(flat.shape[1]):
+        for j in range(lo, hi):
             acc[j] += np.float64(flat[d, j])
-    return acc
 
 
 def weighted_tables(raw: np.ndarray, scale: float, visits: np.ndarray) -> np.ndarray:

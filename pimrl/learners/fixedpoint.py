@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pimrl.parallel import first_found
+
 DEFAULT_FRAC_BITS = 16
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -49,19 +51,25 @@ def records_with_fixed_rewards(records: np.ndarray, frac_bits: int) -> np.ndarra
     out = np.empty_like(records)
     if records.size:
         words = np.ascontiguousarray(records).view(np.int32).reshape(-1, 4)
-        bad = _copy_fixing_rewards(words, words.view(np.float32), out.view(np.int32).reshape(-1, 4),
-                                   float(1 << frac_bits))
-        if bad >= 0:
+        rewards, fixed = words.view(np.float32), out.view(np.int32).reshape(-1, 4)
+        scale = float(1 << frac_bits)
+        bad = first_found(lambda lo, hi: _none_if_negative(
+            _copy_fixing_rewards(words, rewards, fixed, scale, lo, hi)), len(words))
+        if bad is not None:
             raise _does_not_fit("reward", bad, np.float64(records["reward"].ravel()[bad]),
                                 frac_bits)
     return out
 
 
-@njit(cache=True)
-def _copy_fixing_rewards(words, rewards, out, scale):
-    """Copy the records' words (n, 4), word 2 (the reward) rounded to Q format; the first
-    record whose reward does not fit, or -1."""
-    for i in range(words.shape[0]):
+def _none_if_negative(i: int):
+    return None if i < 0 else i
+
+
+@njit(cache=True, nogil=True)
+def _copy_fixing_rewards(words, rewards, out, scale, lo, hi):
+    """Copy records ``lo..hi-1`` (words (n, 4)), word 2 (the reward) rounded to Q format;
+    the first record whose reward does not fit, or -1."""
+    for i in range(lo, hi):
         v = np.rint(np.float64(rewards[i, 2]) * scale)
         if not (v >= INT32_MIN and v <= INT32_MAX):           # NaN fails both
             return i
