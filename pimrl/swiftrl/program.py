@@ -112,13 +112,6 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
         pool_i32 = pool.view(np.int32).reshape(-1)          # records read where they lie
         pool_r = pool_i32.view(RAW)
         page_words = PAGE_BYTES >> 2
-        # The lanes' bounds and cursors, set for each DPU before it reads them.
-        start = np.empty(tasklets, dtype=np.int64)
-        length = np.empty(tasklets, dtype=np.int64)
-        cur = np.zeros(tasklets, dtype=np.int64)
-        off = np.zeros(tasklets, dtype=np.int64)
-        blk_lo = np.zeros(tasklets, dtype=np.int64)
-        blk_hi = np.zeros(tasklets, dtype=np.int64)
         for k in range(len(slots)):
             d = slots[k]
             row = wram[d]
@@ -176,13 +169,14 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             checked = False
             terminal_records = 0
             if direct:
-                bad = False                     # no early exit: a loop without branches
+                checked = True
                 for rec in range(n_records):
                     s, a, _, s2, b, term = fields_at(pool_i32, pool_r,
                                                      np.uint64(rec_base + 4 * rec))
-                    bad |= outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B)
+                    if outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
+                        checked = False
+                        break
                     terminal_records += term
-                checked = not bad
             if FAST and not (direct and checked):
                 skipped[k] = 1                  # only its counters zeroed: the general
                 continue                        # kernel's
@@ -193,12 +187,18 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
 
             # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
             base, extra = n_records // tasklets, n_records % tasklets
+            start = np.empty(tasklets, dtype=np.int64)
+            length = np.empty(tasklets, dtype=np.int64)
             pos = 0
             for t in range(tasklets):
                 length[t] = base + (1 if t < extra else 0)
                 start[t] = pos
                 pos += length[t]
             longest = base + (1 if extra else 0)
+            cur = np.zeros(tasklets, dtype=np.int64)
+            off = np.zeros(tasklets, dtype=np.int64)
+            blk_lo = np.zeros(tasklets, dtype=np.int64)
+            blk_hi = np.zeros(tasklets, dtype=np.int64)
             # RAN, and STR whose stride leaps past a buffer, fetch one record per DMA.
             per_record = SAMPLING == RAN or (SAMPLING == STR and stride * RECORD_BYTES >= block_bytes)
             # SEQ walks every lane in step: one block per tasklet every block_records steps.
