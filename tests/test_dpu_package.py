@@ -131,3 +131,29 @@ def test_rows_of_one_array_in_any_order_or_spacing():
             contiguous = np.zeros((n, 16), np.uint8)
             dpus.copy(list(contiguous), "buffer")           # straight into the rows
             assert np.array_equal(contiguous, np.stack([r[:16] for r in rows]))
+
+
+def test_host_rows_move_as_their_array_or_as_the_list_they_became():
+    """``simulator.rows(matrix)`` is ``list(matrix)`` that the simulator moves in one copy;
+    a list changed after it was made is read buffer by buffer, so what lands is what the
+    list holds."""
+    n = 6
+    data = np.random.default_rng(4).integers(0, 256, size=(n, 16), dtype=np.uint8)
+    with DpuSet(nr_dpus=n, profile=PROFILE, binary="pimrl:diag") as dpus:
+        rows = simulator.rows(data)
+        assert isinstance(rows, list) and len(rows) == n
+        dpus.copy("buffer", rows)
+        back = simulator.rows(np.zeros((n, 16), np.uint8))
+        dpus.copy(back, "buffer")
+        assert np.array_equal(back.matrix, data)
+        other = np.full(16, 7, np.uint8)
+        rows[2] = other                                  # the list no longer is the array
+        dpus.copy("buffer", rows, size=8)
+        dpus.copy(back, "buffer")
+        expected = data.copy()
+        expected[2, :8] = 7
+        assert np.array_equal(back.matrix, expected)
+        read_only = np.zeros((n, 16), np.uint8)
+        read_only.flags.writeable = False
+        with pytest.raises(DpuError, match="read-only"):
+            dpus.copy(simulator.rows(read_only), "buffer")
