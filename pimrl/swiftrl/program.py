@@ -236,9 +236,9 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                                 blk_lo[t] = start[t] + i
                         if fault:
                             break
-                    for t in range(tasklets):
-                        if i >= length[t]:
-                            continue
+                    # The lanes still running: all of them, then at the last step the first
+                    # ``extra`` (the longer ones), so no lane tests its length.
+                    for t in range(tasklets if i < base else extra):
                         x = rng[t] if USES_RNG else np.uint32(0)
                         if SAMPLING == SEQ:
                             j = start[t] + i
