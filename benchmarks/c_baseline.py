@@ -59,9 +59,8 @@ def run_c_loop(records, n_states, n_actions, params, partitions: int, threads: i
     time is returned, as ``cpu_baseline(repeats=)`` gives numba's."""
     variant = Variant.of(params)
     binary = build(variant)
-    rec = np.ascontiguousarray(records).copy()
-    if variant.is_int:
-        rec["reward"] = fixedpoint.to_fixed(rec["reward"], params.frac_bits, "reward").view(np.float32)
+    rec = (fixedpoint.records_with_fixed_rewards(records, params.frac_bits) if variant.is_int
+           else np.ascontiguousarray(records).copy())
     scal = params.kernel_scalars()
     if variant.is_int:
         alpha, gamma = int(scal[P_ALPHA_FX]), int(scal[P_GAMMA_FX])

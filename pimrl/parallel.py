@@ -72,17 +72,17 @@ def copy_rows(dst, src) -> None:
     run_ranges(part, len(dst) if dst.ndim else 0, 1 if dst.nbytes < SPLIT_BYTES else None)
 
 
-def first_found(fn, n_items: int, min_items: int = 1 << 17):
-    """The answer of ``fn(lo, hi)`` (a search over items lo..hi-1: None when nothing is
-    found there) for the first range holding one, the ranges searched on the threads at
-    once: the same answer as ``fn(0, n_items)`` when it returns the first item found.
-    Fewer than ``min_items`` items are searched on the calling thread."""
+def first_found(fn, n_items: int, missing, min_items: int = 1 << 17):
+    """The answer of ``fn(lo, hi)`` (a search over items lo..hi-1, ``missing`` when nothing
+    is found there) for the first range holding one, or ``missing``; the ranges are searched
+    on the threads at once: the same answer as ``fn(0, n_items)`` when it returns the first
+    item found. Fewer than ``min_items`` items are searched on the calling thread."""
     found = {}
 
     def search(lo, hi):
         found[lo] = fn(lo, hi)
     run_ranges(search, n_items, 1 if n_items < min_items else None)
     for lo in sorted(found):
-        if found[lo] is not None:
+        if found[lo] != missing:
             return found[lo]
-    return None
+    return missing

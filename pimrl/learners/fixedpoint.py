@@ -53,16 +53,12 @@ def records_with_fixed_rewards(records: np.ndarray, frac_bits: int) -> np.ndarra
         words = np.ascontiguousarray(records).view(np.int32).reshape(-1, 4)
         rewards, fixed = words.view(np.float32), out.view(np.int32).reshape(-1, 4)
         scale = float(1 << frac_bits)
-        bad = first_found(lambda lo, hi: _none_if_negative(
-            _copy_fixing_rewards(words, rewards, fixed, scale, lo, hi)), len(words))
-        if bad is not None:
+        bad = first_found(lambda lo, hi: _copy_fixing_rewards(words, rewards, fixed, scale, lo,
+                                                              hi), len(words), -1)
+        if bad >= 0:
             raise _does_not_fit("reward", bad, np.float64(records["reward"].ravel()[bad]),
                                 frac_bits)
     return out
-
-
-def _none_if_negative(i: int):
-    return None if i < 0 else i
 
 
 @njit(cache=True, nogil=True)

@@ -41,11 +41,6 @@ def _first_out_of_range(states, next_states, actions, next_actions, terminated, 
     return -1, -1
 
 
-def _hit(found):
-    """A (field, index) search answer, or None when it found nothing."""
-    return None if found[0] < 0 else found
-
-
 def check_records(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams):
     """Reject records a learner cannot use, naming the first offending index."""
     if records.dtype != TRANSITION_DTYPE:
@@ -55,8 +50,8 @@ def check_records(records: np.ndarray, n_states: int, n_actions: int, params: Le
     check_next = params.algo == "sarsa" and params.next_action == "logged"
     fields = (records["state"], records["next_state"], records["action"],
               records["next_action"], records["terminated"])
-    field, i = first_found(lambda lo, hi: _hit(_first_out_of_range(
-        *fields, n_states, n_actions, check_next, lo, hi)), len(records)) or (-1, -1)
+    field, i = first_found(lambda lo, hi: tuple(_first_out_of_range(
+        *fields, n_states, n_actions, check_next, lo, hi)), len(records), (-1, -1))
     if field == 3:
         raise ValueError(
             f"record {i}: next_action={int(records['next_action'][i])} is unknown or out of "

@@ -242,12 +242,12 @@ class PimTrainer:
                                           dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
-        return self._set_learned(counters, bounds, program, hw, raw, owned=True)
+        return self._set_learned(counters, bounds, program, hw, raw, fresh=True)
 
-    def _set_learned(self, counters, bounds, program, hw, tables, owned=False) -> "PimTrainer":
+    def _set_learned(self, counters, bounds, program, hw, tables, fresh=False) -> "PimTrainer":
         """The state every scheme's ``fit`` ends with: the launches' summed work counters and
         what follows from them, the partition, the program, the hardware and (with
-        ``keep_dpu_tables``) the DPUs' last tables: ``tables`` itself when ``owned`` (an
+        ``keep_dpu_tables``) the DPUs' last tables: ``tables`` itself when ``fresh`` (an
         array nothing else holds), else a copy."""
         self.counters_ = counters
         self.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
@@ -256,5 +256,5 @@ class PimTrainer:
         self.program_ = program
         self.hardware_ = hw
         if self.keep_dpu_tables:
-            self.dpu_tables_ = tables if owned else tables.copy()
+            self.dpu_tables_ = tables if fresh else tables.copy()
         return self
