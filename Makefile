@@ -24,7 +24,7 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
-## study: the full SwiftRL study (about 12 minutes on 2 cores), plots in out/swiftrl
+## study: the full SwiftRL study (about 2 minutes on 2 cores once numba has cached its kernels, 4-5 the first time), plots in out/swiftrl
 study: $(STAMP)
 	$(PY) -m pimrl scale experiments/swiftrl.toml --out out/swiftrl && $(PY) -m pimrl plot out/swiftrl
 
