@@ -63,23 +63,6 @@ static q_t ALPHA, GAMMA;
 static int64_t *SAT;
 
 
-static inline uint32_t fmix32(uint32_t h)
-{
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return h;
-}
-static uint32_t lane_seed(uint64_t seed, uint64_t lane)
-{
-    uint32_t base = fmix32((uint32_t)seed ^ fmix32((uint32_t)(seed >> 32) ^ 0x9E3779B9u));
-    uint32_t st = fmix32(base ^ (uint32_t)(lane * 0x9E3779B9u + 1u));
-    return st ? st : 0x6D2B79F5u;
-}
-
-
 static inline q_t row_max(const q_t *row)
 {
     q_t m = row[0];

@@ -33,6 +33,7 @@
 #endif
 
 #include "../kernels/swiftrl_common.h"
+#include "../kernels/swiftrl_arith.h"
 
 /* The DPU program: the SwiftRL kernel built from kernels/swiftrl.c by kernels/Makefile, for
  * the run's variant, the dataset's states and actions and -t tasklets:
@@ -297,35 +298,6 @@ struct learner {
     int32_t alpha_x, gamma_x;
 };
 
-static uint32_t fmix32(uint32_t h)
-{
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return h;
-}
-
-/* pimrl.rng.lane_seed: the initial xorshift32 state of a lane. */
-static uint32_t lane_seed(uint64_t seed, uint64_t lane)
-{
-    uint32_t lo = (uint32_t)seed, hi = (uint32_t)(seed >> 32);
-    uint32_t base = fmix32(lo ^ fmix32(hi ^ 0x9E3779B9u));
-    uint32_t state = fmix32(base ^ (uint32_t)(lane * 0x9E3779B9u + 1u));
-    return state ? state : 0x6D2B79F5u;
-}
-
-static uint32_t xorshift32(uint32_t x)
-{
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return x;
-}
-
-static uint64_t below(uint32_t x, uint64_t n) { return ((uint64_t)x * n) >> 32; }
-
 /* Round to nearest (ties to even) in Q format; 0 if out of the int32 range. */
 static int to_fixed(double x, uint32_t frac, int32_t *out)
 {
@@ -334,25 +306,6 @@ static int to_fixed(double x, uint32_t frac, int32_t *out)
         return 0;
     *out = (int32_t)v;
     return 1;
-}
-
-static int32_t sat32(int64_t x, uint64_t *sat)
-{
-    if (x > INT32_MAX) {
-        ++*sat;
-        return INT32_MAX;
-    }
-    if (x < INT32_MIN) {
-        ++*sat;
-        return INT32_MIN;
-    }
-    return (int32_t)x;
-}
-
-static int32_t fx_mul(int32_t a, int32_t b, uint32_t frac, uint64_t *sat)
-{
-    int64_t p = (int64_t)a * (int64_t)b;
-    return sat32((p + ((int64_t)1 << (frac - 1))) >> frac, sat);
 }
 
 static float max_f32(const float *row, uint32_t n)
@@ -389,7 +342,7 @@ static int64_t bootstrap_column(const struct learner *L, uint8_t logged, uint32_
 }
 
 static void update(const struct learner *L, void *q, const swiftrl_transition_t *r,
-                   uint32_t *rng, uint64_t *sat)
+                   uint32_t *rng, int64_t *sat)
 {
     uint64_t A = L->n_actions;
     uint64_t cell = (uint64_t)r->state * A + r->action;
@@ -425,7 +378,7 @@ static void update(const struct learner *L, void *q, const swiftrl_transition_t 
  * round-robin over the tasklets, `epochs` times; rng (T states) continues across calls. */
 static void reference_partition(const struct learner *L, const swiftrl_transition_t *rec,
                                 uint64_t n, uint32_t T, uint32_t epochs, uint32_t *rng, void *q,
-                                uint64_t *sat)
+                                int64_t *sat)
 {
     uint64_t start[MAX_TASKLETS], end[MAX_TASKLETS], cursor[MAX_TASKLETS], offset[MAX_TASKLETS];
     uint64_t base = n / T, extra = n % T, pos = 0, longest = base + (extra ? 1 : 0);
@@ -731,7 +684,7 @@ int main(int argc, char **argv)
     /* The reference learner, partition by partition, with the same rounds. */
     double *q_ref = malloc(nq * sizeof(double));
     void *ref_raw = calloc((size_t)(D * nq), 4);
-    uint64_t saturations = 0;
+    int64_t saturations = 0;
     if (!q_ref || !ref_raw) {
         fprintf(stderr, "app: out of memory\n");
         return 1;
@@ -773,7 +726,7 @@ int main(int argc, char **argv)
 #endif
     printf("  %-20s %12.6f  measured (host wall clock)\n", "host aggregation", host_aggregation);
     if (L.dtype == SWIFTRL_INT32)
-        printf("  fixed-point saturations in the reference learner: %llu\n", (unsigned long long)saturations);
+        printf("  fixed-point saturations in the reference learner: %lld\n", (long long)saturations);
 
     if (o.output) {
         FILE *f = fopen(o.output, "wb");

@@ -1,7 +1,8 @@
-/* swiftrl_arith.h: the arithmetic every pimrl DPU kernel shares (docs/design.md): the
- * xorshift32 step, the uniform integer below n, and the saturating Q-format operations of the
- * INT32 kernels (each saturation counted). Plain C99 and <stdint.h>; include it after
- * swiftrl_variants.h (SWIFTRL_DTYPE chooses whether the Q-format part is compiled). */
+/* swiftrl_arith.h: the arithmetic every pimrl C program shares (docs/design.md): the
+ * xorshift32 step, the uniform integer below n, the saturating Q-format operations of the
+ * INT32 kernels (each saturation counted), and, for the host programs (host/app.c,
+ * benchmarks/cpu_loop.c), a lane's first xorshift32 state. Plain C99 and <stdint.h>, static
+ * inline only: a program compiles what it calls. */
 #ifndef SWIFTRL_ARITH_H
 #define SWIFTRL_ARITH_H
 
@@ -21,7 +22,6 @@ static inline uint32_t below(uint32_t x, uint32_t n)
     return (uint32_t)(((uint64_t)x * n) >> 32);
 }
 
-#if SWIFTRL_DTYPE == SWIFTRL_INT32
 static inline int32_t sat32(int64_t x, int64_t *sat)
 {
     if (x > INT32_MAX) {
@@ -42,6 +42,23 @@ static inline int32_t fx_mul(int32_t a, int32_t b, int frac, int64_t *sat)
     p = (p + ((int64_t)1 << (frac - 1))) >> frac;
     return sat32(p, sat);
 }
-#endif
+
+static inline uint32_t fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h;
+}
+
+/* pimrl.rng.lane_seed: the initial xorshift32 state of lane `lane` of a run seeded `seed`. */
+static inline uint32_t lane_seed(uint64_t seed, uint64_t lane)
+{
+    uint32_t base = fmix32((uint32_t)seed ^ fmix32((uint32_t)(seed >> 32) ^ 0x9E3779B9u));
+    uint32_t state = fmix32(base ^ (uint32_t)(lane * 0x9E3779B9u + 1u));
+    return state ? state : 0x6D2B79F5u;
+}
 
 #endif /* SWIFTRL_ARITH_H */
