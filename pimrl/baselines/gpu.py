@@ -48,6 +48,7 @@ from pimrl.learners.variants import (
 )
 from pimrl.learners.reference import check_records, columns
 from pimrl.partition import even_bounds, lane_bounds
+from pimrl import rng as streams
 from pimrl.rng import lane_seeds
 
 # Variant codes as the kernel's parameter words carry them (pimrl.learners.variants).
@@ -123,18 +124,9 @@ def device_primitives(cuda):
         def fsub(a, b):
             return libdevice.fsub_rn(a, b)
 
-    @cuda.jit(device=True)
-    def xorshift32(x):
-        x = np.uint32(x)
-        x ^= np.uint32(x << np.uint32(13))
-        x ^= np.uint32(x >> np.uint32(17))
-        x ^= np.uint32(x << np.uint32(5))
-        return np.uint32(x)
-
-    @cuda.jit(device=True)
-    def below(x, n):
-        return np.int64((np.uint64(x) * np.uint64(n)) >> np.uint64(32))
-
+    # The CPU loops' own stream functions, compiled for the device.
+    xorshift32 = cuda.jit(device=True)(streams.xorshift32.py_func)
+    below = cuda.jit(device=True)(streams.below.py_func)
     return fmul, fadd, fsub, xorshift32, below
 
 
