@@ -8,7 +8,8 @@
  *
  * The variant is fixed when it is built, as in the numba loops, with the C kernel's -D flags
  * (Variant.c_defines) and DRAW (1: SARSA draws b' epsilon-greedily); the codes and the
- * arithmetic (xorshift32, below, saturating Q format) come from the DPU kernels' headers:
+ * arithmetic (xorshift32, below, saturating Q format, the lanes' seeds) come from the kernels'
+ * headers:
  *   cc -O3 -march=native -ffp-contract=off -pthread -I kernels -DSWIFTRL_ALGO=0 \
  *      -DSWIFTRL_DTYPE=0 -DSWIFTRL_SAMPLING=0 -DDRAW=0 cpu_loop.c -o cpu_loop
  * Usage: cpu_loop RECORDS N S A P THREADS EPOCHS STRIDE EPS FRAC ALPHA GAMMA SEED OUT_Q [REPEATS]

@@ -11,7 +11,8 @@
  *
  * The DPU program is the SwiftRL kernel kernels/swiftrl.c, built by kernels/Makefile with
  * dpu-upmem-dpurte-clang for the run's variant (see DPU_BINARY below); the two share
- * kernels/swiftrl_common.h (symbols, record, params, counters, variant codes).
+ * kernels/swiftrl_common.h (symbols, record, params, counters, variant codes) and
+ * kernels/swiftrl_arith.h (the lanes' xorshift32 streams and the Q-format arithmetic).
  * Against pimrl (bin/ first on PATH) the DPUs are simulated and the times are *modelled*
  * by the simulator's cost model (via pimrl_sim.h, only when PIMRL_SIMULATOR is defined);
  * against the real SDK the same sources run on real DPUs and the times are *measured*.

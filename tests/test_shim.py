@@ -235,15 +235,20 @@ def test_dpu_pkg_config(shim):
 @needs_cc
 def test_headers_agree_with_python(shim, tmp_path):
     """Error codes, the SwiftRL params layout, record and counters: C headers == Python.
-    kernels/swiftrl_common.h is the one header the kernel and host/app.c share."""
+    The kernel and host/app.c share kernels/swiftrl_common.h and kernels/swiftrl_arith.h,
+    one copy of each (app.c keeps no stream or Q-format arithmetic of its own)."""
     from pimrl.learners import variants as P
     from pimrl.pim import cost
     from pimrl.swiftrl import costs as kcost
     from pimrl.swiftrl import program as rlprogram
 
     build, env = shim
-    assert not (HOST / "swiftrl_common.h").exists()          # one shared header
-    assert '#include "../kernels/swiftrl_common.h"' in (HOST / "app.c").read_text()
+    app_src = (HOST / "app.c").read_text()
+    for header in ("swiftrl_common.h", "swiftrl_arith.h"):    # one copy of each
+        assert not (HOST / header).exists()
+        assert f'#include "../kernels/{header}"' in app_src
+    for own in ("xorshift32(uint32_t", "lane_seed(uint64_t", "sat32(int64_t", "fx_mul(int32_t"):
+        assert own not in app_src, own
     lines = [f'printf("{n} %d\\n", (int){n});' for n in DpuErrorCode.__members__]
     fields = ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps_threshold",
               "frac_bits", "alpha_f32_bits", "gamma_f32_bits", "alpha_fx", "gamma_fx")
