@@ -99,7 +99,7 @@ static inline void update(q_t *q, const rec_t *x, uint32_t *rng, int64_t *nsat)
         m = row[x->b];
 #endif
 #if IS_INT
-        target = sat32((int64_t)r + fx_mul(GAMMA, m, (int)FRAC, nsat), nsat);
+        target = add_sat32(r, fx_mul(GAMMA, m, (int)FRAC, nsat), nsat);
 #else
         target = r + GAMMA * m;
 #endif
@@ -107,8 +107,8 @@ static inline void update(q_t *q, const rec_t *x, uint32_t *rng, int64_t *nsat)
     q_t *cell = q + (int64_t)x->s * A + x->a;
     q_t cur = *cell;
 #if IS_INT
-    int32_t td = sat32((int64_t)target - cur, nsat);
-    *cell = sat32((int64_t)cur + fx_mul(ALPHA, td, (int)FRAC, nsat), nsat);
+    int32_t td = sub_sat32(target, cur, nsat);
+    *cell = add_sat32(cur, fx_mul(ALPHA, td, (int)FRAC, nsat), nsat);
 #else
     *cell = cur + ALPHA * (target - cur);
 #endif

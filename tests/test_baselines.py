@@ -269,3 +269,25 @@ def test_plain_c_loop_computes_the_numba_baseline_tables(taxi_data, variant, nex
     c = run_c_loop(rec, env.n_states, env.n_actions, p, partitions=3, threads=2)
     assert np.array_equal(c["q_raw"].view(np.uint32), res.q_raw.view(np.uint32))
     assert c["saturations"] == res.saturations
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="needs a C compiler")
+@pytest.mark.parametrize("variant", ["q-int32-seq", "sarsa-int32-str"])
+def test_plain_c_loop_saturates_like_the_numba_baseline(variant):
+    """Where values leave Q7.24's range (+-128), the C loop's saturations (32-bit overflow
+    tests) clamp and count as the numba baseline's do."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from c_baseline import run_c_loop
+
+    env = make("CliffWalking-v1")
+    rec = generate_dataset(env, 3000, seed=1)
+    rec["reward"] *= 1.25            # the cliff's -125 fits; the values below it do not
+    p = LearnerParams(**parse_variant(variant), epochs=20, frac_bits=24, gamma=0.99, stride=7)
+    res = cpu_baseline(rec, env.n_states, env.n_actions, p, threads=max_threads(), partitions=2)
+    c = run_c_loop(rec, env.n_states, env.n_actions, p, partitions=2, threads=2)
+    assert res.saturations > 0
+    assert np.array_equal(c["q_raw"], res.q_raw)
+    assert c["saturations"] == res.saturations

@@ -160,6 +160,37 @@ def test_int32_agrees_with_fp32_within_stated_bound(env_id, algo):
     assert diff > 0          # the two paths really differ (fixed point is not float)
 
 
+def test_overflow_tested_saturation_equals_the_int64_clamp():
+    """add_sat32 and sub_sat32 (the 32-bit overflow test the INT32 loops use) give sat32 of
+    the exact int64 sum or difference, and count the same saturations, at every edge."""
+    from numba import njit
+
+    from pimrl.learners.kernels import add_sat32, sat32, sub_sat32
+
+    @njit
+    def both(a, b):
+        out = np.empty((a.size, 4), np.int64)
+        for i in range(a.size):
+            v, n = add_sat32(a[i], b[i], 0)
+            w, m = sat32(np.int64(a[i]) + np.int64(b[i]), 0)
+            d, k = sub_sat32(a[i], b[i], 0)
+            e, l = sat32(np.int64(a[i]) - np.int64(b[i]), 0)
+            out[i] = (v - w, n - m, d - e, k - l)
+        return out
+
+    edges = np.array([fixedpoint.INT32_MIN, fixedpoint.INT32_MIN + 1, -(2**30), -2, -1, 0, 1, 2,
+                      2**30, fixedpoint.INT32_MAX - 1, fixedpoint.INT32_MAX], np.int64)
+    rs = np.random.default_rng(0)
+    a = np.concatenate([np.repeat(edges, edges.size),
+                        rs.integers(fixedpoint.INT32_MIN, fixedpoint.INT32_MAX, 20000, endpoint=True)])
+    b = np.concatenate([np.tile(edges, edges.size),
+                        rs.integers(fixedpoint.INT32_MIN, fixedpoint.INT32_MAX, 20000, endpoint=True)])
+    diff = both(a.astype(np.int32), b.astype(np.int32))
+    assert not diff.any()
+    sums = a + b
+    assert ((sums > fixedpoint.INT32_MAX) | (sums < fixedpoint.INT32_MIN)).sum() > 1000   # both paths
+
+
 def test_fixed_point_saturates_and_counts_never_wraps():
     rec = random_records(200, 2, 1, p_terminal=0.0)
     rec["state"] = 0
