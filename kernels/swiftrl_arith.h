@@ -47,24 +47,27 @@ static inline int32_t fx_mul(int32_t a, int32_t b, int frac, int64_t *sat)
  * int64 result leaves the int32 range exactly when the 32-bit operation overflows, and then
  * has a's sign; one add and a jump on overflow instead of two compares (GCC and Clang
  * builtins; the DPU kernels keep sat32 of the int64 result). */
-static inline int32_t add_sat32(int32_t a, int32_t b, int64_t *sat)
+static inline int32_t clamp_overflow(int overflowed, int32_t r, int32_t a, int64_t *sat)
 {
-    int32_t r;
-    if (__builtin_expect(__builtin_add_overflow(a, b, &r), 0)) {
+    if (__builtin_expect(overflowed, 0)) {
         ++*sat;
         return a >= 0 ? INT32_MAX : INT32_MIN;
     }
     return r;
 }
 
+static inline int32_t add_sat32(int32_t a, int32_t b, int64_t *sat)
+{
+    int32_t r;
+    int overflowed = __builtin_add_overflow(a, b, &r);
+    return clamp_overflow(overflowed, r, a, sat);
+}
+
 static inline int32_t sub_sat32(int32_t a, int32_t b, int64_t *sat)
 {
     int32_t r;
-    if (__builtin_expect(__builtin_sub_overflow(a, b, &r), 0)) {
-        ++*sat;
-        return a >= 0 ? INT32_MAX : INT32_MIN;
-    }
-    return r;
+    int overflowed = __builtin_sub_overflow(a, b, &r);
+    return clamp_overflow(overflowed, r, a, sat);
 }
 
 static inline uint32_t fmix32(uint32_t h)

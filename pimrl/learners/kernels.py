@@ -140,18 +140,21 @@ def sat32(x, n):
 @njit(cache=True, inline="always")
 def add_sat32(a, b, n):
     """sat32(a + b) of two int32: (value, ``n`` plus 1 if it saturated)."""
-    v, o = add_with_overflow(np.int32(a), np.int32(b))
-    if unlikely(o):
-        cold()
-        return (np.int32(INT32_MAX) if a >= 0 else np.int32(INT32_MIN)), n + 1
-    return v, n
+    v, overflowed = add_with_overflow(np.int32(a), np.int32(b))
+    return _clamp_overflow(v, overflowed, a, n)
 
 
 @njit(cache=True, inline="always")
 def sub_sat32(a, b, n):
     """sat32(a - b) of two int32: (value, ``n`` plus 1 if it saturated)."""
-    v, o = sub_with_overflow(np.int32(a), np.int32(b))
-    if unlikely(o):
+    v, overflowed = sub_with_overflow(np.int32(a), np.int32(b))
+    return _clamp_overflow(v, overflowed, a, n)
+
+
+@njit(cache=True, inline="always")
+def _clamp_overflow(v, overflowed, a, n):
+    """``v``, or the int32 limit on ``a``'s side if its operation overflowed (counted)."""
+    if unlikely(overflowed):
         cold()
         return (np.int32(INT32_MAX) if a >= 0 else np.int32(INT32_MIN)), n + 1
     return v, n
