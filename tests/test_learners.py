@@ -62,6 +62,22 @@ def test_reference_equals_plain_python_oracle(algo, dtype, sampling, records_sma
         assert res.saturations == sat
 
 
+@pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
+def test_one_lane_loop_equals_plain_python_oracle(algo, dtype, sampling, records_small):
+    """The one-lane loop (the CPU baseline's; its record loop has its own shape per kind of
+    variant) against the pure-Python oracle: one lane over odd record ranges, a stride that
+    divides none of them, several epochs, both SARSA next-action modes."""
+    recs = records_small
+    for next_action in (["logged", "epsilon-greedy"] if algo == "sarsa" else ["logged"]):
+        p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=3, stride=5,
+                          next_action=next_action, epsilon=0.3, seed=11)
+        for lo, hi in ((0, len(recs)), (3, 4), (101, 104), (7, 650)):
+            res = learn_partition(recs, 11, 4, p, [(lo, hi)], lane_ids=[9])
+            q, sat = oracle_learn(recs, 11, 4, p, [(lo, hi)], [9])
+            assert np.array_equal(res.q_raw, q), (lo, hi, next_action)
+            assert res.saturations == sat
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "int32"])
 def test_reference_equals_oracle_on_fractional_and_large_rewards(dtype):
     """Rewards that are not integers exercise Q-format rounding (ties included) and FP32's

@@ -587,15 +587,25 @@ def _build(variant: Variant):
                     # SEQ is STR with stride 1: offsets 0, 1, ... and from each offset every
                     # stride-th record (next_index's order, without its branches).
                     step = 1 if SAMPLING == SEQ else stride
-                    if SAMPLING == SEQ and IS_INT:
-                        # Stepping the first word itself: a range over record numbers kept
-                        # a counter besides (INT32 SEQ ran ~5 % faster this way; FP32 SEQ
-                        # and STR ran slower, so they keep the range).
-                        k = np.uint64(start) << np.uint64(2)
+                    # Three shapes of the same order, each the fastest measured for its
+                    # kind (benchmarks/bench_baselines.py, 3-10 % apart): INT32 loops step
+                    # the record's first word instead of keeping a record number besides,
+                    # Q-learning's tested against the end, SARSA's counted; FP32 keeps the
+                    # range over record numbers.
+                    k_step = np.uint64(step) << np.uint64(2)
+                    if IS_INT and IS_Q:
                         k_end = np.uint64(end) << np.uint64(2)
-                        while k < k_end:
-                            x, nsat = update(k, x, nsat)
-                            k += np.uint64(4)
+                        for o in range(min(step, end - start)):
+                            k = np.uint64(start + o) << np.uint64(2)
+                            while k < k_end:
+                                x, nsat = update(k, x, nsat)
+                                k += k_step
+                    elif IS_INT:
+                        for o in range(min(step, end - start)):
+                            k = np.uint64(start + o) << np.uint64(2)
+                            for _ in range((end - start - o + step - 1) // step):
+                                x, nsat = update(k, x, nsat)
+                                k += k_step
                     else:
                         for o in range(min(step, end - start)):
                             for j in range(start + o, end, step):
