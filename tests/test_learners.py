@@ -78,6 +78,22 @@ def test_one_lane_loop_equals_plain_python_oracle(algo, dtype, sampling, records
             assert res.saturations == sat
 
 
+def test_int32_loops_refuse_rewards_apart_from_the_words(records_small):
+    """INT32 loops read the Q-format reward in word 2 of the records: a rewards array that is
+    not the words themselves (record_words gives one array twice) is refused, not ignored."""
+    from pimrl.learners.kernels import compiled
+    from pimrl.learners.reference import record_words
+
+    p = LearnerParams(dtype="int32", epochs=1)
+    words, rewards = record_words(records_small, p)
+    assert rewards is words
+    args = (np.array([[[0, len(records_small)]]]), np.ones((1, 1), np.uint32),
+            np.zeros((1, 11, 4), np.int32), p.kernel_scalars(), np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match="reads the rewards from the words"):
+        compiled(p.variant).partitions(words, words.copy(), *args)
+    compiled(p.variant).partitions(words, rewards, *args)
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "int32"])
 def test_reference_equals_oracle_on_fractional_and_large_rewards(dtype):
     """Rewards that are not integers exercise Q-format rounding (ties included) and FP32's

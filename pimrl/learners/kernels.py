@@ -416,17 +416,10 @@ def f32_scalar(bits):
 
 
 @njit(cache=True, inline="always")
-def record_fields(words, rewards, j):
-    """Record ``j``'s fields from its four words (docs/design.md): (s, a, r, s', b',
-    terminated). ``words`` and ``rewards`` are the records' flat views (4 words a record):
-    the record's offset is then a shift, not a product with a stride read at run time."""
-    return fields_at(words, rewards, np.uint64(j) << np.uint64(2))
-
-
-@njit(cache=True, inline="always")
 def fields_at(words, rewards, k):
-    """The fields of the record whose first word is ``words[k]`` (``k`` unsigned): (s, a, r,
-    s', b', terminated), states and actions unsigned: one compare each also catches a
+    """The fields of the record whose first word is ``words[k]`` (``k`` unsigned; record j's
+    is ``j << 2``, the records' flat views holding 4 words a record) (docs/design.md): (s, a,
+    r, s', b', terminated), states and actions unsigned: one compare each also catches a
     negative one, and indexing with them needs no negative-index wraparound."""
     w = np.uint32(words[k + np.uint64(3)])
     return (np.uint32(words[k]), w & np.uint32(0xFF), rewards[k + np.uint64(2)],
@@ -448,16 +441,9 @@ def outside_table(s, a, s2, b, term, n_states, n_actions, check_b):
 # arguments per update and halved the loops' speed), and inlined by numba it typed every
 # kind at each call site. The table updates are inlined by numba, the owned one by LLVM.
 @njit(cache=True, inline="always")
-def record_update_i32(q, words, rewards, j, is_q, draw, eps, alpha, gamma, frac, x, nsat):
-    """The INT32 table update of record ``j`` (flags compile-time constants): (new rng state,
-    ``nsat`` plus its saturations)."""
-    return record_update_i32_at(q, words, rewards, np.uint64(j) << np.uint64(2), is_q, draw,
-                                eps, alpha, gamma, frac, x, nsat)
-
-
-@njit(cache=True, inline="always")
-def record_update_i32_at(q, words, rewards, k, is_q, draw, eps, alpha, gamma, frac, x, nsat):
-    """:func:`record_update_i32` of the record whose first word is ``words[k]``."""
+def record_update_i32(q, words, rewards, k, is_q, draw, eps, alpha, gamma, frac, x, nsat):
+    """The INT32 table update of the record whose first word is ``words[k]`` (flags
+    compile-time constants): (new rng state, ``nsat`` plus its saturations)."""
     s, a, r, s2, b, term = fields_at(words, rewards, k)
     x, _, _, nsat = update_i32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, frac, x,
                                nsat)
@@ -465,27 +451,21 @@ def record_update_i32_at(q, words, rewards, k, is_q, draw, eps, alpha, gamma, fr
 
 
 @njit(cache=True, inline="always")
-def record_update_f32(q, words, rewards, j, is_q, draw, eps, alpha, gamma, x):
-    """The FP32 table update of record ``j`` (flags compile-time constants): new rng state."""
-    return record_update_f32_at(q, words, rewards, np.uint64(j) << np.uint64(2), is_q, draw,
-                                eps, alpha, gamma, x)
-
-
-@njit(cache=True, inline="always")
-def record_update_f32_at(q, words, rewards, k, is_q, draw, eps, alpha, gamma, x):
-    """:func:`record_update_f32` of the record whose first word is ``words[k]``."""
+def record_update_f32(q, words, rewards, k, is_q, draw, eps, alpha, gamma, x):
+    """The FP32 table update of the record whose first word is ``words[k]`` (flags
+    compile-time constants): new rng state."""
     s, a, r, s2, b, term = fields_at(words, rewards, k)
     x, _, _ = update_f32(q, s, a, r, s2, b, term, is_q, draw, eps, alpha, gamma, x)
     return x
 
 
 @njit(cache=True)
-def record_update_owned(q, words, rewards, j, v, own_lo, own_hi, is_int, is_q, draw, alpha,
+def record_update_owned(q, words, rewards, k, v, own_lo, own_hi, is_int, is_q, draw, alpha,
                         gamma, frac, pw, cmean, cmax, nsat):
-    """The update of record ``j`` bootstrapping under state ownership (flags compile-time
-    constants; for SARSA ``draw`` says epsilon-greedy, ``pw``, ``cmean`` and ``cmax`` are
-    its policy weights): ``nsat`` plus its saturations."""
-    s, a, r, s2, b, term = record_fields(words, rewards, j)
+    """The update of the record whose first word is ``words[k]``, bootstrapping under state
+    ownership (flags compile-time constants; for SARSA ``draw`` says epsilon-greedy, ``pw``,
+    ``cmean`` and ``cmax`` are its policy weights): ``nsat`` plus its saturations."""
+    s, a, r, s2, b, term = fields_at(words, rewards, k)
     if is_int:
         _, nsat = update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac,
                                    is_q, draw, pw, 0, cmean, cmax, nsat)
@@ -551,7 +531,7 @@ def _build(variant: Variant):
         """Partitions ``lo`` to ``hi - 1`` of one lane each (``lanes`` (P, 1, 2)); the lane's
         cursor and stream live in registers."""
         eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
-        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see record_fields
+        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see fields_at
         if IS_INT:
             # The reward is word 2 itself, in Q format (partitions passes one array): one
             # base register for the records instead of two.
@@ -566,14 +546,14 @@ def _build(variant: Variant):
             # ``k``: the record's first word (words[k]).
             def update(k, x, nsat):
                 if OWNED:
-                    return x, record_update_owned(qp, words, rewards, k >> np.uint64(2), v,
-                                                  own_lo, own_hi, IS_INT, IS_Q, DRAW, alpha,
-                                                  gamma, frac, w, cmean, cmax, nsat)
+                    return x, record_update_owned(qp, words, rewards, k, v, own_lo, own_hi,
+                                                  IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
+                                                  cmean, cmax, nsat)
                 if IS_INT:
-                    return record_update_i32_at(qp, words, rewards, k, IS_Q, DRAW, eps, alpha,
-                                                gamma, frac, x, nsat)
-                return record_update_f32_at(qp, words, rewards, k, IS_Q, DRAW, eps, alpha,
-                                            gamma, x), nsat
+                    return record_update_i32(qp, words, rewards, k, IS_Q, DRAW, eps, alpha,
+                                             gamma, frac, x, nsat)
+                return record_update_f32(qp, words, rewards, k, IS_Q, DRAW, eps, alpha, gamma,
+                                         x), nsat
 
             start, end = lanes[p, 0, 0], lanes[p, 0, 1]
             x = rng[p, 0]
@@ -620,7 +600,7 @@ def _build(variant: Variant):
         """Partitions ``lo`` to ``hi - 1``, each its lanes in the round-robin order of
         docs/design.md."""
         eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
-        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see record_fields
+        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see fields_at
         if IS_INT:
             alpha, gamma, cmean, cmax = rates_i32(scalars, OWNED and DRAW)
         else:
@@ -630,15 +610,15 @@ def _build(variant: Variant):
             qp = q[p]
             own_lo, own_hi = own[p, 0], own[p, 1]
 
-            def update(j, x, nsat):
+            def update(k, x, nsat):
                 if OWNED:
-                    return x, record_update_owned(qp, words, rewards, j, v, own_lo, own_hi,
+                    return x, record_update_owned(qp, words, rewards, k, v, own_lo, own_hi,
                                                   IS_INT, IS_Q, DRAW, alpha, gamma, frac, w,
                                                   cmean, cmax, nsat)
                 if IS_INT:
-                    return record_update_i32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha,
+                    return record_update_i32(qp, words, rewards, k, IS_Q, DRAW, eps, alpha,
                                              gamma, frac, x, nsat)
-                return record_update_f32(qp, words, rewards, j, IS_Q, DRAW, eps, alpha, gamma,
+                return record_update_f32(qp, words, rewards, k, IS_Q, DRAW, eps, alpha, gamma,
                                          x), nsat
 
             nsat = 0
@@ -663,7 +643,7 @@ def _build(variant: Variant):
                         else:
                             j, cur[t], off[t], x = next_index(SAMPLING, stride, start, end, cur[t],
                                                               off[t], x)
-                        x, nsat = update(j, x, nsat)
+                        x, nsat = update(np.uint64(j) << np.uint64(2), x, nsat)
                         if USES_RNG:
                             xs[t] = x
             rng[p] = xs
@@ -687,7 +667,8 @@ class CompiledVariant:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
         or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
-        :func:`pimrl.learners.reference.record_words`' two views. Partitions run in parallel
+        :func:`pimrl.learners.reference.record_words`' two views (for INT32 variants one array
+        twice, the reward word in Q format). Partitions run in parallel
         on ``threads`` threads (default: :func:`pimrl.parallel.threads`). Variants that
         bootstrap ``owned`` take ``v`` (S,) in the table's dtype and ``own`` (P, 2) state
         ranges; their SARSA also ``scalars`` PARAMS_WORDS long (the policy words) and, with
@@ -709,12 +690,10 @@ class CompiledVariant:
             own = np.zeros((lanes.shape[0], 2), np.int64)
         v = np.ascontiguousarray(v, dtype=q.dtype)
         own = np.ascontiguousarray(own, dtype=np.int64)
-        if self.variant.is_int and not (rewards.dtype == words.dtype
-                                        and rewards.shape == words.shape
-                                        and rewards.ctypes.data == words.ctypes.data):
-            words = np.array(words, dtype=np.int32)     # the loops read the reward in word 2
-            words[:, 2] = rewards[:, 2]
-            rewards = words
+        if self.variant.is_int and rewards is not words:
+            # INT32 loops read the Q-format reward in word 2 (record_words' one array twice)
+            raise ValueError(f"{self.variant.key} reads the rewards from the words: pass "
+                             f"record_words' (words, words)")
         loop = self.one_lane if lanes.shape[1] == 1 else self.round_robin
         run_ranges(lambda lo, hi: loop(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo,
                                        hi), lanes.shape[0], threads)
