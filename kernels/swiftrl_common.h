@@ -32,6 +32,10 @@
                                           N_ACTIONS, row k the logged policy's action
                                           frequencies at state own_lo + k (host -> DPU, before
                                           the first launch) */
+/* SWIFTRL_TASKLET_MODE rows only (docs/design.md, "Tasklet modes"): */
+#define SWIFTRL_SYM_LANES "lane_bounds" /* int32 x 2 (NR_TASKLETS + 1): lane t's records
+                                          [b[t], b[t + 1]) of the MRAM heap, then its states
+                                          [b[T + 1 + t], b[T + 2 + t]) (host -> DPU) */
 
 /* One transition, 16 bytes, little-endian: dataset files (docs/dataset-format.md), host
  * memory and MRAM alike. For INT32 kernels the host rewrites `reward` as a Q-format int32
@@ -74,15 +78,19 @@ typedef struct swiftrl_params {
     int64_t policy_max_fx;   /* the same weight in Q format */
     int64_t policy_mean_f32_bits; /* owned epsilon-greedy SARSA: weight of sum_a Q[s'] in V(s') */
     int64_t policy_mean_fx;  /* the same weight in Q format */
-    int64_t reserved[SWIFTRL_PARAMS_WORDS - 20];
+    int64_t tasklet_mode;    /* SWIFTRL_MODE_RING / ROWS / UNLOCKED */
+    int64_t reserved[SWIFTRL_PARAMS_WORDS - 21];
 } swiftrl_params_t;
 
-/* WRAM symbol "stats": int64 work counters per DPU (pimrl.pim.cost.COUNTERS). */
+/* WRAM symbol "stats": int64 work counters per DPU (pimrl.swiftrl.costs.COUNTERS). The
+ * conflicts of tasklet mode unlocked are counted by the simulator's built-in kernel only (it
+ * knows the interleaving it models; a DPU does not). */
 enum swiftrl_counter {
     SWIFTRL_C_UPDATES, SWIFTRL_C_TERMINAL, SWIFTRL_C_SCANNED, SWIFTRL_C_RNG, SWIFTRL_C_BELOW,
     SWIFTRL_C_DMA_READS, SWIFTRL_C_DMA_READ_BYTES, SWIFTRL_C_DMA_WRITES,
     SWIFTRL_C_DMA_WRITE_BYTES, SWIFTRL_C_SATURATIONS, SWIFTRL_C_FAULT, SWIFTRL_C_STEPS,
-    SWIFTRL_N_COUNTERS
+    SWIFTRL_C_SNAPSHOT_ROWS, SWIFTRL_C_SNAPSHOT_READS, SWIFTRL_C_LANE_EPOCHS,
+    SWIFTRL_C_CONFLICTS, SWIFTRL_C_WIDE_DRAWS, SWIFTRL_N_COUNTERS
 };
 
 /* Layout checks (C99: a negative array size fails the build). */
@@ -90,5 +98,6 @@ typedef char swiftrl_check_record_bytes[sizeof(swiftrl_transition_t) == SWIFTRL_
 typedef char swiftrl_check_params_words[sizeof(swiftrl_params_t) == 8 * SWIFTRL_PARAMS_WORDS ? 1 : -1];
 typedef char swiftrl_check_n_records[offsetof(swiftrl_params_t, n_records) == 8 * SWIFTRL_P_N_RECORDS ? 1 : -1];
 typedef char swiftrl_check_own_hi[offsetof(swiftrl_params_t, own_hi) == 8 * SWIFTRL_P_OWN_HI ? 1 : -1];
+typedef char swiftrl_check_mode[offsetof(swiftrl_params_t, tasklet_mode) == 8 * SWIFTRL_P_TASKLET_MODE ? 1 : -1];
 
 #endif /* SWIFTRL_COMMON_H */

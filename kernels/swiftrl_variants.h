@@ -35,6 +35,13 @@
 #define SWIFTRL_BOOTSTRAP_NAMES "table", "owned" /* by code */
 #define SWIFTRL_N_BOOTSTRAPS 2
 
+/* tasklet_mode: how a DPU's tasklets share its Q-table (docs/design.md) (-DSWIFTRL_TASKLET_MODE=code) */
+#define SWIFTRL_MODE_RING 0 /* ring: one tasklet at a time: a token passed round the tasklets applies the updates round-robin on one table (1/11 of the pipeline) */
+#define SWIFTRL_MODE_ROWS 1 /* rows: every tasklet at once: each owns a range of states and updates only their rows, bootstrapping from a snapshot taken each epoch for its siblings' states (deterministic) */
+#define SWIFTRL_MODE_UNLOCKED 2 /* unlocked: every tasklet at once on one table with no lock, SwiftRL's scheme: pimrl computes the ring's table, prices the full pipeline and counts the conflicts where hardware could lose an update */
+#define SWIFTRL_TASKLET_MODE_NAMES "ring", "rows", "unlocked" /* by code */
+#define SWIFTRL_N_TASKLET_MODES 3
+
 #define SWIFTRL_PARAMS_WORDS 24
 /* The word index of each field of the WRAM symbol "params". */
 enum swiftrl_param_index {
@@ -58,6 +65,7 @@ enum swiftrl_param_index {
     SWIFTRL_P_POLICY_MAX_FX = 17, /* owned epsilon-greedy SARSA: the same weight in Q format */
     SWIFTRL_P_POLICY_MEAN32 = 18, /* owned epsilon-greedy SARSA: the weight p / A of sum_a Q[s', a] in V(s'), float32 bits */
     SWIFTRL_P_POLICY_MEAN_FX = 19, /* owned epsilon-greedy SARSA: the same weight in Q format */
+    SWIFTRL_P_TASKLET_MODE = 20, /* TASKLET_MODE axis code */
 };
 
 #endif /* SWIFTRL_VARIANTS_H */

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import random_records
-from pimrl.learners.variants import all_variants
+from pimrl.learners.variants import P_N_RECORDS, PARAMS_WORDS, all_variants
 from pimrl.dpurt import cc
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
@@ -119,8 +119,11 @@ def test_kernel_checks_its_variant_and_wram():
     prog = swiftrl.swiftrl_program(S, A, 4, "q", "fp32", "seq", hardware=hw)
     sim = DpuSim(program=prog.path, nr_dpus=1)
     try:
-        params = LearnerParams(algo="sarsa").kernel_scalars()
-        sim.write("params", np.concatenate([params, [10, 0, 0, 0]]).astype(np.int64))
+        params = np.zeros(PARAMS_WORDS, np.int64)
+        params[:len(LearnerParams(algo="sarsa").kernel_scalars())] = LearnerParams(
+            algo="sarsa").kernel_scalars()
+        params[P_N_RECORDS] = 10
+        sim.write("params", params)
         with pytest.raises(DpuError) as exc:
             sim.launch()
         assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT

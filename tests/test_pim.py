@@ -366,7 +366,7 @@ def test_kernel_faults_on_bad_records_and_parameters():
     recs["next_state"][5] = S + 100                      # out of the table
     s.scatter_to(sdk.DPU_MRAM_HEAP_POINTER_NAME, 0, np.stack([recs.view(np.uint8)] * 3))
     params = np.zeros((3, PARAMS_WORDS), np.int64)
-    params[:, :12] = p.kernel_scalars()
+    params[:, :len(p.kernel_scalars())] = p.kernel_scalars()
     params[:, P_N_RECORDS] = [32, 5, 10**9]             # DPU 1 stops before the bad record
     s.scatter_to("params", 0, params.view(np.uint8).reshape(3, -1))
     with pytest.raises(DpuError) as e:

@@ -1,8 +1,9 @@
 """The GPU baseline: the twelve variants as CUDA kernels through numba-cuda (extra ``gpu``).
 
 Parallelism: **one CUDA thread per partition**. The order of the updates inside a partition
-is sequential by definition (docs/design.md: its lanes take turns, round-robin, on one
-shared Q-table, and every update reads what the previous one wrote), so the only
+is sequential by definition (docs/design.md: in tasklet modes ring and unlocked its lanes
+take turns, round-robin, on one shared Q-table, and every update reads what the previous one
+wrote; in mode rows each epoch's snapshot, then each lane to its end), so the only
 parallelism that keeps the results bit-identical to the reference is across partitions, as
 on the DPUs and in SwiftRL's threaded CPU version. A warp per partition would leave 31 of
 its 32 threads idle except during the max over the actions (4 to 6 entries here), and would
@@ -44,10 +45,10 @@ from pimrl.learners.fixedpoint import raw_to_float
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import (
     ALGO, DTYPE, P_ALGO, P_ALPHA_FX, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_GAMMA_FX, P_SAMPLING,
-    P_SARSA_DRAW, P_STRIDE, SAMPLING,
+    P_SARSA_DRAW, P_STRIDE, P_TASKLET_MODE, SAMPLING, TASKLET_MODE,
 )
 from pimrl.learners.reference import check_records, columns
-from pimrl.partition import even_bounds, lane_bounds
+from pimrl.partition import even_bounds, lane_bounds, state_lanes
 from pimrl import rng as streams
 from pimrl.rng import lane_seeds
 
@@ -55,6 +56,7 @@ from pimrl.rng import lane_seeds
 Q_CODE = ALGO.code("q")
 INT32_CODE = DTYPE.code("int32")
 SEQ_CODE, RAN_CODE = SAMPLING.code("seq"), SAMPLING.code("ran")
+ROWS_CODE = TASKLET_MODE.code("rows")
 
 #: Most lanes (tasklets) one partition may have: the size of the kernel's local arrays.
 MAX_LANES = 24
@@ -177,9 +179,78 @@ def _build():
             return q[p, s2, below(st[t], n_actions)]
         return row_max(q, p, s2, n_actions)
 
+    @cuda.jit(device=True)
+    def learn_record(state, action, reward_f, reward_x, next_state, next_action, terminated,
+                     q_f, q_x, snap_f, snap_x, p, j, t, st, lane_lo, lane_hi, rows, snap_rows,
+                     algo, is_int, draw, eps, frac, alpha_x, gamma_x, alpha_f, gamma_f,
+                     n_actions):
+        """One update of record j by lane t of partition p (docs/design.md); under tasklet
+        mode rows (``rows``) s' outside [lane_lo, lane_hi) bootstraps from the snapshot:
+        its row (``snap_rows``) or its value. Returns the saturations."""
+        s = state[j]
+        a = action[j]
+        s2 = next_state[j]
+        term = terminated[j] != 0
+        own = not rows or (s2 >= lane_lo and s2 < lane_hi)
+        nsat = 0
+        if is_int:
+            if term:
+                target = reward_x[j]
+            else:
+                if own:
+                    m = bootstrap(q_x, p, s2, next_action[j], algo, draw, eps, st, t, n_actions)
+                elif snap_rows:
+                    m = bootstrap(snap_x, p, s2, next_action[j], algo, draw, eps, st, t,
+                                  n_actions)
+                else:
+                    m = snap_x[p, s2, 0]
+                g, f1 = fx_mul(gamma_x, m, frac)
+                target, f2 = sat32(np.int64(reward_x[j]) + np.int64(g))
+                nsat += f1 + f2
+            cur = q_x[p, s, a]
+            td, f3 = sat32(np.int64(target) - np.int64(cur))
+            inc, f4 = fx_mul(alpha_x, td, frac)
+            new, f5 = sat32(np.int64(cur) + np.int64(inc))
+            q_x[p, s, a] = new
+            nsat += f3 + f4 + f5
+        else:
+            if term:
+                target_f = reward_f[j]
+            else:
+                if own:
+                    mf = bootstrap(q_f, p, s2, next_action[j], algo, draw, eps, st, t, n_actions)
+                elif snap_rows:
+                    mf = bootstrap(snap_f, p, s2, next_action[j], algo, draw, eps, st, t,
+                                   n_actions)
+                else:
+                    mf = snap_f[p, s2, 0]
+                target_f = fadd(reward_f[j], fmul(gamma_f, mf))
+            cur_f = q_f[p, s, a]
+            td_f = fsub(target_f, cur_f)
+            q_f[p, s, a] = fadd(cur_f, fmul(alpha_f, td_f))
+        return nsat
+
+    @cuda.jit(device=True)
+    def next_record(sampling, stride, start, end, cursor, offset, st, t):
+        """The lane's next record (SEQ, STR or RAN; docs/design.md): (j, cursor, offset)."""
+        if sampling == RAN_CODE:
+            st[t] = xorshift32(st[t])
+            return start + below(st[t], end - start), cursor, offset
+        j = cursor
+        if sampling == SEQ_CODE:
+            return j, j + 1, offset
+        nxt = j + stride
+        while nxt >= end:
+            offset += 1
+            nxt = start + offset
+            if offset >= stride:
+                break
+        return j, nxt, offset
+
     @cuda.jit
     def kernel(state, action, reward_f, reward_x, next_state, next_action, terminated,
-               lanes, rng, q_f, q_x, iparams, fparams, n_actions, sat_out):
+               lanes, lane_states, rng, q_f, q_x, snap_f, snap_x, snap_rows, iparams, fparams,
+               n_actions, sat_out):
         p = cuda.grid(1)
         if p >= lanes.shape[0]:
             return
@@ -192,6 +263,7 @@ def _build():
         draw = iparams[P_SARSA_DRAW] == 1
         eps = iparams[P_EPS]
         frac = iparams[P_FRAC]
+        rows = iparams[P_TASKLET_MODE] == ROWS_CODE and n_lanes > 1
         alpha_x = np.int32(iparams[P_ALPHA_FX])
         gamma_x = np.int32(iparams[P_GAMMA_FX])
         alpha_f = fparams[0]
@@ -210,56 +282,46 @@ def _build():
             for t in range(n_lanes):
                 cursor[t] = lanes[p, t, 0]
                 offset[t] = 0
+            if rows:
+                # Tasklet mode rows: the epoch's snapshot of every lane's states, then each
+                # lane to its end (the lanes write disjoint rows: any order is the same).
+                for t in range(n_lanes):
+                    for s_ in range(lane_states[p, t, 0], lane_states[p, t, 1]):
+                        if snap_rows:
+                            for k in range(n_actions):
+                                if is_int:
+                                    snap_x[p, s_, k] = q_x[p, s_, k]
+                                else:
+                                    snap_f[p, s_, k] = q_f[p, s_, k]
+                        elif is_int:
+                            snap_x[p, s_, 0] = row_max(q_x, p, s_, n_actions)
+                        else:
+                            snap_f[p, s_, 0] = row_max(q_f, p, s_, n_actions)
+                for t in range(n_lanes):
+                    start = lanes[p, t, 0]
+                    end = lanes[p, t, 1]
+                    for _i in range(end - start):
+                        j, cursor[t], offset[t] = next_record(sampling, stride, start, end,
+                                                              cursor[t], offset[t], st, t)
+                        nsat += learn_record(state, action, reward_f, reward_x, next_state,
+                                             next_action, terminated, q_f, q_x, snap_f, snap_x,
+                                             p, j, t, st, lane_states[p, t, 0],
+                                             lane_states[p, t, 1], True, snap_rows, algo,
+                                             is_int, draw, eps, frac, alpha_x, gamma_x, alpha_f,
+                                             gamma_f, n_actions)
+                continue
             for i in range(longest):
                 for t in range(n_lanes):
                     start = lanes[p, t, 0]
                     end = lanes[p, t, 1]
                     if i >= end - start:
                         continue
-                    # The lane's next record (SEQ, STR or RAN; docs/design.md).
-                    if sampling == RAN_CODE:
-                        st[t] = xorshift32(st[t])
-                        j = start + below(st[t], end - start)
-                    else:
-                        j = cursor[t]
-                        if sampling == SEQ_CODE:
-                            cursor[t] = j + 1
-                        else:
-                            nxt = j + stride
-                            while nxt >= end:
-                                offset[t] += 1
-                                nxt = start + offset[t]
-                                if offset[t] >= stride:
-                                    break
-                            cursor[t] = nxt
-                    s = state[j]
-                    a = action[j]
-                    term = terminated[j] != 0
-                    if is_int:
-                        if term:
-                            target = reward_x[j]
-                        else:
-                            m = bootstrap(q_x, p, next_state[j], next_action[j], algo, draw,
-                                          eps, st, t, n_actions)
-                            g, f1 = fx_mul(gamma_x, m, frac)
-                            target, f2 = sat32(np.int64(reward_x[j]) + np.int64(g))
-                            nsat += f1 + f2
-                        cur = q_x[p, s, a]
-                        td, f3 = sat32(np.int64(target) - np.int64(cur))
-                        inc, f4 = fx_mul(alpha_x, td, frac)
-                        new, f5 = sat32(np.int64(cur) + np.int64(inc))
-                        q_x[p, s, a] = new
-                        nsat += f3 + f4 + f5
-                    else:
-                        if term:
-                            target_f = reward_f[j]
-                        else:
-                            mf = bootstrap(q_f, p, next_state[j], next_action[j], algo, draw,
-                                           eps, st, t, n_actions)
-                            target_f = fadd(reward_f[j], fmul(gamma_f, mf))
-                        cur_f = q_f[p, s, a]
-                        td_f = fsub(target_f, cur_f)
-                        q_f[p, s, a] = fadd(cur_f, fmul(alpha_f, td_f))
+                    j, cursor[t], offset[t] = next_record(sampling, stride, start, end,
+                                                          cursor[t], offset[t], st, t)
+                    nsat += learn_record(state, action, reward_f, reward_x, next_state,
+                                         next_action, terminated, q_f, q_x, snap_f, snap_x, p,
+                                         j, t, st, 0, 0, False, False, algo, is_int, draw, eps,
+                                         frac, alpha_x, gamma_x, alpha_f, gamma_f, n_actions)
         for t in range(n_lanes):
             rng[p, t] = st[t]
         sat_out[p] = nsat
@@ -329,7 +391,8 @@ class GpuResult:
 _WARM = set()
 
 
-def _launch(cols, part_lanes, seeds, params, n_states, n_actions, tpb, timed, keep_tables):
+def _launch(cols, part_lanes, lane_states, seeds, params, n_states, n_actions, tpb, timed,
+            keep_tables):
     from numba import cuda
 
     kernel, average, zero = _build()
@@ -349,6 +412,7 @@ def _launch(cols, part_lanes, seeds, params, n_states, n_actions, tpb, timed, ke
         ev[0].record()
     d_cols = [cuda.to_device(c) for c in cols]
     d_lanes = cuda.to_device(part_lanes)
+    d_lane_states = cuda.to_device(lane_states)
     d_rng = cuda.to_device(seeds)
     # Tables start at zero: allocated and zeroed on the device, not copied from the host.
     d_qf = cuda.device_array((1, 1, 1) if is_int else shape, np.float32)
@@ -356,13 +420,21 @@ def _launch(cols, part_lanes, seeds, params, n_states, n_actions, tpb, timed, ke
     d_ip = cuda.to_device(iparams)
     d_fp = cuda.to_device(fparams)
     d_sat = cuda.device_array(P, np.int64)
+    # tasklet mode rows: each partition's snapshot (rows for table-bootstrap SARSA, else one
+    # value per state), on the device
+    rows = params.variant.rows and part_lanes.shape[1] > 1
+    snap_shape = ((P, n_states, n_actions if params.variant.snapshot_rows else 1) if rows
+                  else (1, 1, 1))
+    d_snap_f = cuda.device_array(snap_shape if not is_int else (1, 1, 1), np.float32)
+    d_snap_x = cuda.device_array(snap_shape if is_int else (1, 1, 1), np.int32)
     d_sum = cuda.device_array((n_states, n_actions), np.float64)
     zero[(d_qf.size + 255) // 256, 256](d_qf.reshape(d_qf.size))
     zero[(d_qx.size + 255) // 256, 256](d_qx.reshape(d_qx.size))
     if timed:
         ev[1].record()
     blocks = (P + tpb - 1) // tpb
-    kernel[blocks, tpb](*d_cols, d_lanes, d_rng, d_qf, d_qx, d_ip, d_fp, np.int64(n_actions), d_sat)
+    kernel[blocks, tpb](*d_cols, d_lanes, d_lane_states, d_rng, d_qf, d_qx, d_snap_f, d_snap_x,
+                        bool(params.variant.snapshot_rows), d_ip, d_fp, np.int64(n_actions), d_sat)
     if timed:
         ev[2].record()
     entries = n_states * n_actions
@@ -406,19 +478,30 @@ def gpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
     sim = simulator_enabled()
     if not measurable and not sim:
         raise RuntimeError(f"GPU: not measured ({device})")
+    bounds = even_bounds(len(records), partitions)
+    if params.variant.rows and lanes > 1:
+        # tasklet mode rows: each partition's records grouped by the lane that owns their state
+        order, part_lanes, lane_states = state_lanes(records["state"], bounds, lanes,
+                                                     n_states=n_states)
+        records = records[order]
+    else:
+        part_lanes = lane_bounds(bounds, lanes)
+        lane_states = np.zeros_like(part_lanes)
     cols = columns(records, params)
-    part_lanes = np.ascontiguousarray(lane_bounds(even_bounds(len(records), partitions), lanes))
+    part_lanes = np.ascontiguousarray(part_lanes)
+    lane_states = np.ascontiguousarray(lane_states)
     seeds = lane_seeds(params.seed, np.arange(partitions * lanes)).reshape(partitions, lanes)
     if measurable and params.dtype not in _WARM:
         tiny = LearnerParams(**{**params.as_dict(), "epochs": 1})
-        _launch(columns(records[:2], tiny), np.array([[[0, 1]]], np.int64), seeds[:1, :1].copy(),
-                tiny, n_states, n_actions, threads_per_block, False, False)
+        _launch(columns(records[:2], tiny), np.array([[[0, 1]]], np.int64),
+                np.zeros((1, 1, 2), np.int64), seeds[:1, :1].copy(), tiny, n_states, n_actions,
+                threads_per_block, False, False)
         _WARM.add(params.dtype)
     parts = []
     for r in range(repeats if measurable else 1):
         total, q_raw, rng, sat, (h2d, kern, avg, d2h) = _launch(
-            cols, part_lanes, seeds.copy(), params, n_states, n_actions, threads_per_block,
-            measurable, keep_tables and r == 0)
+            cols, part_lanes, lane_states, seeds.copy(), params, n_states, n_actions,
+            threads_per_block, measurable, keep_tables and r == 0)
         t0 = time.perf_counter()
         q = total / partitions           # numpy's mean: the sum, then one division
         parts.append((h2d, kern, d2h, avg + time.perf_counter() - t0))

@@ -169,6 +169,14 @@ def run_calibration(hw: Hardware | None = None) -> dict:
     }
 
 
+def percent(fraction: float) -> str:
+    """``fraction`` as a signed percentage to one decimal; a value that rounds to zero prints
+    "+0.0 %" whatever its sign (a -1e-17 from floating-point rounding is not a finding, and
+    its sign differs from machine to machine)."""
+    value = round(100 * float(fraction), 1)
+    return f"{value + 0.0:+.1f} %"
+
+
 def format_table(result: dict, markdown: bool = False) -> str:
     """The figure table (published, modelled, error, basis) as text or markdown."""
     head = ("group", "figure", "published", "modelled", "unit", "error", "basis", "status")
@@ -176,7 +184,7 @@ def format_table(result: dict, markdown: bool = False) -> str:
     for r in result["rows"]:
         status = ("uncertain" if r["uncertain"] else "ok" if r["within_target"] else "MISS")
         lines.append((r["group"], r["figure"], f"{r['published']:.4g}", f"{r['modelled']:.4g}",
-                      r["unit"], f"{100 * r['rel_error']:+.1f} %", r["basis"], status))
+                      r["unit"], percent(r["rel_error"]), r["basis"], status))
     return _table(head, lines, markdown)
 
 
@@ -190,7 +198,7 @@ def format_shapes(result: dict, markdown: bool = False) -> str:
 def format_loo(result: dict, markdown: bool = False) -> str:
     head = ("direction", "per-DPU size", "published GB/s", "interpolated without it", "error")
     lines = [(f"{r['direction']} DPUs", _size_label(r["size"]), f"{r['published']:.3g}",
-              f"{r['interpolated_without_it']:.3g}", f"{100 * r['rel_error']:+.1f} %")
+              f"{r['interpolated_without_it']:.3g}", percent(r["rel_error"]))
              for r in result["interpolation_check"]]
     return _table(head, lines, markdown)
 

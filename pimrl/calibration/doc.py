@@ -7,7 +7,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from pimrl.pim.hardware import Hardware, get_hardware
+from pimrl.pim.hardware import OP_SOURCES, Hardware, get_hardware
 from pimrl.resources import DOCS
 
 DOC_PATH = DOCS / "cost-model.md"
@@ -76,7 +76,7 @@ def op_table(hw: Hardware) -> str:
             src = (f"PrIM {value:g} MOPS{' (uncertain)' if unc else ''}: "
                    f"{hw.frequency_hz / 1e6:g} MHz / {value:g} - {LOOP_OVERHEAD[dtype]} loop")
         else:
-            src = "not measured by PrIM (assumed)"
+            src = OP_SOURCES.get(name, "not measured by PrIM (assumed)")
         lines.append(f"| `{name}` | {n:g} | {src} |")
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pimrl.calibration import bench, published as P
+from pimrl.calibration.calibrate import percent
 from pimrl.pim.hardware import Hardware, get_hardware
 
 PRIM_URL = "https://github.com/CMU-SAFARI/prim-benchmarks.git"
@@ -346,7 +347,7 @@ def format_rows(rows: list) -> str:
             "pimrl cost model (modelled)", "unit", "error vs published", "note")
     lines = []
     for r in rows:
-        err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.1f} %"
+        err = "" if r["rel_error"] is None else percent(r["rel_error"])
         if r["uncertain"]:
             err += " (published uncertain)"
         lines.append((r["group"], r["figure"], f"{r['runtime']:.4g}",

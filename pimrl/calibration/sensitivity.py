@@ -18,6 +18,7 @@ import dataclasses
 
 import numpy as np
 
+from pimrl.calibration.calibrate import percent
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import all_variants
 from pimrl.pim import cost
@@ -194,7 +195,7 @@ def format_sensitivity(result: dict, markdown: bool = False) -> str:
         for key in ("scaling", "vs_cpu"):
             for s in ("minus", "plus"):
                 r = e[s]
-                cells.append(f"{100 * r[key + '_mean']:+.1f} % (max {100 * r[key + '_maxabs']:+.1f} %)")
+                cells.append(f"{percent(r[key + '_mean'])} (max {percent(r[key + '_maxabs'])})")
         lines.append((e["parameter"], bv, cells[0], cells[1], cells[2], cells[3]))
     return _table(head, lines, markdown)
 

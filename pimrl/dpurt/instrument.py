@@ -18,8 +18,10 @@ a quantum of instructions without a runtime call can give way to an earlier one 
 runtime fills ``dpurt_bbw`` with the block costs when it is set up). The inserted lines
 are not counted. Each block's static instructions are classified (:func:`classify`) into plain
 instructions and emulated operations (the argument moves of a DMA call are its DPU
-instruction's operands: :func:`dma_operand_moves`); ``block_cost`` turns a block into DPU instructions
-with the hardware's ``op_instructions`` (docs/dpu-runtime.md, "Time").
+instruction's operands: :func:`dma_operand_moves`; an inline-assembly block whose first
+line is ``# dpurt-insn N``, a DPU builtin's host code, costs N in all); ``block_cost`` turns a
+block into DPU instructions with the hardware's ``op_instructions`` (docs/dpu-runtime.md,
+"Time").
 """
 from __future__ import annotations
 
@@ -80,6 +82,9 @@ PROBE_NO_PREEMPT = """\tpushfq
 \tpopq\t%rax
 \tpopfq"""
 _REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
+#: The first line of an inline-assembly block that stands for DPU instructions the host has
+#: no single instruction for (host/dpurt/include/dpurt_builtins.h): the block costs N.
+_FIXED_COST = re.compile(r"^#\s*dpurt-insn\s+(\d+(?:\.\d+)?)\b")
 
 
 _ALU = ("add", "sub", "and", "or", "xor", "adc", "sbb", "neg", "not", "inc", "dec", "shl",
@@ -139,13 +144,17 @@ def classify(mnemonic: str, operands: str, next_mnemonic: str | None,
     - a 64-bit operation on data (not on a register the block uses as an address: pointers
       are 32-bit on a DPU) takes two 32-bit instructions, its memory forms one more;
     - moves, loads and stores of any width (the DPU loads and stores 64-bit pairs), ``lea``,
-      calls and returns are one instruction; everything else is one.
+      calls and returns are one instruction; everything else is one;
+    - loading a global's address from the GOT (position-independent host code) is none: a
+      DPU's WRAM addresses are immediates of its loads and stores.
     """
     m = mnemonic
     if m in _FREE or m.startswith("."):
         return 0.0, None, 0
     if m in ("rep", "repz", "repnz", "lock"):
         return 1.0, None, 0
+    if m.startswith("mov") and "@GOTPCREL(%rip)" in operands:
+        return 0.0, None, 0                          # a global's address: an immediate on a DPU
     base = m[1:] if m.startswith("v") and (m[1:] in _FLOAT_OPS or m[1:] in _PACKED) else m
     if base in _FLOAT_OPS:
         return 0.0, _FLOAT_OPS[base], 1
@@ -200,7 +209,7 @@ def dma_operand_moves(instrs) -> set:
         return set()
     free, seen = set(), set()
     for i in range(len(instrs) - 2, -1, -1):
-        m, ops, _ = instrs[i]
+        m, ops = instrs[i][0], instrs[i][1]
         parts = [o.strip() for o in ops.split(",")] if ops else []
         dest = _REG_NAME.fullmatch(parts[-1]) if parts else None
         family = _reg_family(dest.group(1)) if dest else None
@@ -211,6 +220,62 @@ def dma_operand_moves(instrs) -> set:
                 and "(" not in ops):
             free.add(i)
     return free
+
+
+_SHIFT_IMM = ("sal", "shl", "shr")
+_THREE_OPERAND = ("add", "sub", "and", "or", "xor", "sal", "shl", "shr", "sar", "neg", "not",
+                  "inc", "dec")
+_REG_ONLY = re.compile(r"^%([a-z0-9]+)$")
+
+
+def _operands(ops: str) -> list:
+    return [o.strip() for o in ops.split(",")] if ops else []
+
+
+def _reads(mnemonic: str, ops: str, family: str) -> bool:
+    """Whether an instruction reads register ``family`` (any operand, addresses included;
+    a plain move's destination is not read)."""
+    parts = _operands(ops)
+    if mnemonic.startswith("mov") and len(parts) == 2 and _REG_ONLY.match(parts[1]):
+        parts = parts[:1]
+    return any(_reg_family(r) == family for p in parts for r in _REG_NAME.findall(p))
+
+
+def three_operand_fusions(instrs) -> set:
+    """Indexes of instructions of a block that a DPU does not need, x86's two-operand forms
+    being one three-operand DPU instruction with the next:
+
+    - a register copy ``mov %a, %b`` followed by an operation that writes ``%b`` from it
+      (``add $k, %b``, ``sar $16, %b``, ...): one ``add rc, ra, k`` or ``asr rc, ra, 16``;
+    - a shift by a constant followed by an add of the shifted register (``shl $8, %r; add %r,
+      %s`` or ``add %s, %r``): the DPU's ``lsl_add rc, ra, rb, 8`` (``lsr_add`` for ``shr``),
+      when the shifted value is not read again (the DPU keeps ``rb`` unshifted).
+    """
+    fused = set()
+    for i in range(len(instrs) - 1):
+        if instrs[i][3] is not None or instrs[i + 1][3] is not None:
+            continue
+        m, ops = instrs[i][0], instrs[i][1]
+        m2, ops2 = instrs[i + 1][0], instrs[i + 1][1]
+        a, b = _operands(ops), _operands(ops2)
+        if (m in ("movl", "movq") and len(a) == 2 and _REG_ONLY.match(a[0])
+                and _REG_ONLY.match(a[1]) and m2.rstrip("lq") in _THREE_OPERAND and b
+                and _REG_ONLY.match(b[-1])
+                and _reg_family(a[1][1:]) == _reg_family(b[-1][1:])
+                and not any(_reg_family(r) == _reg_family(a[1][1:])
+                            for p in b[:-1] for r in _REG_NAME.findall(p))):
+            fused.add(i)
+        elif (m.rstrip("lq") in _SHIFT_IMM and len(a) == 2 and a[0].startswith("$")
+              and _REG_ONLY.match(a[1]) and m2.rstrip("lq") == "add" and len(b) == 2
+              and all(_REG_ONLY.match(x) for x in b)):
+            shifted = _reg_family(a[1][1:])
+            src, dst = _reg_family(b[0][1:]), _reg_family(b[1][1:])
+            if dst == shifted and src != shifted:
+                fused.add(i)
+            elif src == shifted and dst != shifted and not any(
+                    _reads(mm, oo, shifted) for mm, oo, _, _ in instrs[i + 2:]):
+                fused.add(i)
+    return fused
 
 
 def _split(line: str):
@@ -303,6 +368,7 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
     for a, b in zip(instr_lines, instr_lines[1:]):
         next_instr[a] = _split(lines[b].strip())[0]
 
+    fixed = None                 # a "dpurt-insn N" block's cost: N, then 0 to its end
     for i, line in enumerate(lines):
         s = line.strip()
         if s.startswith((".text", ".data", ".bss", ".section", ".pushsection", ".popsection",
@@ -311,6 +377,11 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
             cur = None
             out.append(line)
             continue
+        insn = _FIXED_COST.match(s)
+        if insn:
+            fixed = float(insn.group(1))
+        elif s.startswith("#NO_APP"):
+            fixed = None
         code = _is_code(section, flags)
         lab = _LABEL.match(s)
         if lab:
@@ -335,7 +406,9 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
             pending_instr[id(cur)] = []
             out.extend((PROBE if preempt else PROBE_NO_PREEMPT).format(off=8 * k).splitlines())
             pending = False
-        pending_instr[id(cur)].append((m, ops, next_instr.get(i)))
+        pending_instr[id(cur)].append((m, ops, next_instr.get(i), fixed))
+        if fixed is not None:
+            fixed = 0.0
         out.append(line)
         if _JCC.match(m) or m.startswith("call"):
             # after a call too: the instructions after it are charged when they run, after
@@ -345,10 +418,13 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
             cur = None
     for blk in blocks:                # classify each block with its address registers
         instrs = pending_instr[id(blk)]
-        regs = address_registers([(m, ops) for m, ops, _ in instrs])
-        operands = dma_operand_moves(instrs)
-        for i, (m, ops, nxt) in enumerate(instrs):
+        regs = address_registers([(m, ops) for m, ops, _, _ in instrs])
+        operands = dma_operand_moves(instrs) | three_operand_fusions(instrs)
+        for i, (m, ops, nxt, cost) in enumerate(instrs):
             if i in operands:
+                continue
+            if cost is not None:        # inside a "dpurt-insn N" block: N for the whole block
+                blk[0] += cost
                 continue
             plain, op, k = classify(m, ops, nxt, regs)
             blk[0] += plain

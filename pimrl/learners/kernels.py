@@ -388,6 +388,97 @@ def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac
     return scanned, nsat
 
 
+# --- tasklet mode ``rows`` (docs/design.md): a tasklet's own rows live, its siblings' from
+# the epoch's snapshot --------------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def rows_value(q, snap_v, snap_q, s2, b, lane_lo, lane_hi, fresh_lo, fresh_hi, v, is_q, draw,
+               owned, snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, frac, x, nsat):
+    """The bootstrap value of a non-terminal update under ``rows`` (flags compile-time
+    constants): state ownership's broadcast ``v`` for the states the DPU does not alone hold
+    (``owned``); the tasklet's own live row for ``s'`` in its range [lane_lo, lane_hi);
+    else the snapshot: the value ``snap_v[s']`` or, for table-bootstrap SARSA
+    (``snap_rows``), the row ``snap_q[s']``. (value, rng state, entries scanned, draws,
+    snapshot reads, ``nsat`` plus its saturations)."""
+    if owned and (s2 < fresh_lo or s2 >= fresh_hi):
+        return v[s2], x, 0, 0, 0, nsat
+    if s2 >= lane_lo and s2 < lane_hi:
+        if owned and is_q:
+            return row_value(q, s2), x, q.shape[1], 0, 0, nsat
+        if owned and is_int:
+            m, sc, nsat = policy_value_i32(q, s2, eg, w, s2 - w_lo, cmean, cmax, frac, nsat)
+            return m, x, sc, 0, 0, nsat
+        if owned:
+            m, sc = policy_value_f32(q, s2, eg, w, s2 - w_lo, cmean, cmax)
+            return m, x, sc, 0, 0, nsat
+        m, x, sc, dr = bootstrap(q, s2, b, is_q, draw, eps, x)
+        return m, x, sc, dr, 0, nsat
+    if snap_rows:
+        m, x, sc, dr = bootstrap(snap_q, s2, b, is_q, draw, eps, x)
+        return m, x, sc, dr, 1, nsat
+    return snap_v[s2], x, 0, 0, 1, nsat
+
+
+@njit(cache=True, inline="always")
+def snapshot_value(q, st, is_q, owned, is_int, eg, w, w_lo, cmean, cmax, frac, nsat):
+    """What the ``rows`` snapshot holds for state ``st`` when it holds values: the bootstrap
+    value of its row (Q-learning's max, owned SARSA's policy value): (value, ``nsat`` plus
+    its saturations)."""
+    if is_q:
+        return row_value(q, st), nsat
+    if is_int:
+        m, _, nsat = policy_value_i32(q, st, eg, w, st - w_lo, cmean, cmax, frac, nsat)
+        return m, nsat
+    m, _ = policy_value_f32(q, st, eg, w, st - w_lo, cmean, cmax)
+    return m, nsat
+
+
+@njit(cache=True, inline="always")
+def take_snapshot(q, snap_v, snap_q, lo, hi, snap_rows, is_q, owned, is_int, eg, w, w_lo, cmean,
+                  cmax, frac, nsat):
+    """A tasklet's share of the epoch's snapshot: its states [lo, hi), their values or (with
+    ``snap_rows``) their rows: ``nsat`` plus its saturations."""
+    for st in range(lo, hi):
+        if snap_rows:
+            for k in range(q.shape[1]):
+                snap_q[st, k] = q[st, k]
+        else:
+            snap_v[st], nsat = snapshot_value(q, st, is_q, owned, is_int, eg, w, w_lo, cmean, cmax,
+                                              frac, nsat)
+    return nsat
+
+
+@njit(cache=True, inline="always")
+def update_rows(q, snap_v, snap_q, s, a, r, s2, b, term, lane_lo, lane_hi, fresh_lo, fresh_hi, v,
+                is_q, draw, owned, snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, alpha, gamma,
+                frac, x, nsat):
+    """One update under ``rows`` (FP32 or Q format by ``is_int``), bootstrapping through
+    :func:`rows_value`: (rng state, scanned, draws, snapshot reads, ``nsat`` plus its
+    saturations)."""
+    sc = dr = sr = 0
+    if is_int:
+        if term:
+            target = r
+        else:
+            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, lane_lo, lane_hi,
+                                                fresh_lo, fresh_hi, v, is_q, draw, owned,
+                                                snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps,
+                                                frac, x, nsat)
+            target, nsat = target_i32(r, gamma, m, frac, nsat)
+        nsat = step_i32(q, s, a, target, alpha, frac, nsat)
+    else:
+        if term:
+            target = r
+        else:
+            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, lane_lo, lane_hi,
+                                                fresh_lo, fresh_hi, v, is_q, draw, owned,
+                                                snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps,
+                                                frac, x, nsat)
+            target = np.float32(r + np.float32(gamma * m))
+        step_f32(q, s, a, target, alpha)
+    return x, sc, dr, sr, nsat
+
+
 @njit(cache=True, inline="always")
 def next_index(sampling, stride, start, end, cur, off, x):
     """A lane's next record in its epoch order (docs/design.md), from its cursor ``cur``,
@@ -649,7 +740,52 @@ def _build(variant: Variant):
             rng[p] = xs
             sat[p] += nsat
 
-    return one_lane, round_robin
+    SNAP_ROWS = variant.snapshot_rows
+    DRAWS = variant.draws_next_action
+
+    @njit(nogil=True, cache=True)
+    def rows(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lane_states, lo, hi):
+        """Partitions ``lo`` to ``hi - 1`` in tasklet mode ``rows`` (docs/design.md): each
+        epoch, every lane's share of the snapshot, then every lane's updates. The lanes are
+        independent within an epoch, so running them one after the other gives what
+        tasklets running at once give."""
+        eps, frac, stride = scalars[P_EPS], scalars[P_FRAC], scalars[P_STRIDE]
+        words, rewards = words.reshape(-1), rewards.reshape(-1)      # flat: see fields_at
+        if IS_INT:
+            alpha, gamma, cmean, cmax = rates_i32(scalars, OWNED and DRAW)
+        else:
+            alpha, gamma, cmean, cmax = rates_f32(scalars, OWNED and DRAW)
+        n_lanes = lanes.shape[1]
+        n_states, n_actions = q.shape[1], q.shape[2]
+        snap_v = np.zeros(1 if SNAP_ROWS else n_states, q.dtype)
+        snap_q = np.zeros((n_states if SNAP_ROWS else 1, n_actions), q.dtype)
+        for p in range(lo, hi):
+            qp = q[p]
+            # ``w`` is the whole (S, A) table of policy weights here (row s for state s)
+            fresh_lo, fresh_hi = own[p, 0], own[p, 1]
+            nsat = 0
+            for _ in range(scalars[P_EPOCHS]):
+                for t in range(n_lanes):
+                    nsat = take_snapshot(qp, snap_v, snap_q, lane_states[p, t, 0],
+                                         lane_states[p, t, 1], SNAP_ROWS, IS_Q, OWNED, IS_INT,
+                                         DRAW, w, 0, cmean, cmax, frac, nsat)
+                for t in range(n_lanes):
+                    start, end = lanes[p, t, 0], lanes[p, t, 1]
+                    lane_lo, lane_hi = lane_states[p, t, 0], lane_states[p, t, 1]
+                    x = rng[p, t]
+                    cur, off = start, 0
+                    for _ in range(end - start):
+                        j, cur, off, x = next_index(SAMPLING, stride, start, end, cur, off, x)
+                        s_, a_, r_, s2, b_, term = fields_at(words, rewards, np.uint64(j) << np.uint64(2))
+                        x, _, _, _, nsat = update_rows(qp, snap_v, snap_q, s_, a_, r_, s2, b_, term,
+                                                       lane_lo, lane_hi, fresh_lo, fresh_hi, v,
+                                                       IS_Q, DRAWS, OWNED, SNAP_ROWS, IS_INT, DRAW,
+                                                       w, 0, cmean, cmax, eps, alpha, gamma,
+                                                       frac, x, nsat)
+                    rng[p, t] = x
+            sat[p] += nsat
+
+    return one_lane, round_robin, rows
 
 
 @dataclass(frozen=True)
@@ -661,9 +797,11 @@ class CompiledVariant:
     variant: Variant
     one_lane: object
     round_robin: object
+    rows: object
 
     def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
-                   threads: int | None = None, v=None, own=None, w=None) -> None:
+                   threads: int | None = None, v=None, own=None, w=None,
+                   lane_states=None) -> None:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
         or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
@@ -672,7 +810,11 @@ class CompiledVariant:
         on ``threads`` threads (default: :func:`pimrl.parallel.threads`). Variants that
         bootstrap ``owned`` take ``v`` (S,) in the table's dtype and ``own`` (P, 2) state
         ranges; their SARSA also ``scalars`` PARAMS_WORDS long (the policy words) and, with
-        the logged next action, ``w`` (S, A) action frequencies in the table's dtype."""
+        the logged next action, ``w`` (S, A) action frequencies in the table's dtype. Tasklet
+        mode ``rows`` takes ``lane_states`` (P, T, 2): each lane's state range, its records
+        those of these states (:func:`pimrl.partition.state_lanes`); partitions of one lane
+        learn as in every mode. State-owned variants' ``own`` is then the DPU's rows no other
+        DPU shares."""
         if self.variant.owned and (v is None or own is None):
             raise ValueError(f"{self.variant.key} needs the broadcast values v and the owned "
                              f"state ranges own")
@@ -694,6 +836,19 @@ class CompiledVariant:
             # INT32 loops read the Q-format reward in word 2 (record_words' one array twice)
             raise ValueError(f"{self.variant.key} reads the rewards from the words: pass "
                              f"record_words' (words, words)")
+        if self.variant.rows and lanes.shape[1] > 1:
+            if lane_states is None or np.shape(lane_states) != lanes.shape:
+                raise ValueError(f"{self.variant.key} needs each lane's state range, "
+                                 f"lane_states {lanes.shape}")
+            if not self.variant.owned:
+                # no broadcast values: every state is the DPU's own
+                own = np.zeros((lanes.shape[0], 2), np.int64)
+                own[:, 1] = q.shape[1]
+            lane_states = np.ascontiguousarray(lane_states, dtype=np.int64)
+            run_ranges(lambda lo, hi: self.rows(words, rewards, lanes, rng, q, scalars, sat, v,
+                                                own, w, lane_states, lo, hi),
+                       lanes.shape[0], threads)
+            return
         loop = self.one_lane if lanes.shape[1] == 1 else self.round_robin
         run_ranges(lambda lo, hi: loop(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo,
                                        hi), lanes.shape[0], threads)
@@ -705,8 +860,9 @@ _COMPILED: dict = {}
 def compiled(variant: Variant) -> CompiledVariant:
     """The loops of ``variant`` (built once per process; compiled or loaded from numba's cache
     on first call)."""
+    # ``unlocked`` computes the ring's table (docs/design.md): the same loops.
     key = Variant(variant.algo, variant.dtype, variant.sampling, variant.next_action,
-                  variant.bootstrap)
+                  variant.bootstrap, "rows" if variant.rows else "ring")
     if key not in _COMPILED:
         _COMPILED[key] = CompiledVariant(key, *_build(key))
     return _COMPILED[key]

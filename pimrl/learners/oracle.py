@@ -44,8 +44,9 @@ def lane_orders(lanes, sampling, stride, lane):
     raise AssertionError("RAN draws lazily")
 
 
-def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
-    """Return (Q as float32/int32 array, saturation count) for one partition."""
+def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids, lane_states=None):
+    """Return (Q as float32/int32 array, saturation count) for one partition. Tasklet mode
+    ``rows`` takes each lane's state range (``lane_states``); its records are the lanes'."""
     F = params.frac_bits
     fx = lambda v: int(np.rint(np.float64(v) * (1 << F)))
     is_int = params.dtype == "int32"
@@ -67,6 +68,9 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
                 best = k
         return best
 
+    rows = getattr(params, "tasklet_mode", "ring") == "rows" and len(lanes) > 1
+    snap = None          # rows: the rows of every state as the epoch began
+
     def update(j, t):
         rec = records[j]
         s, a, s2 = int(rec["state"]), int(rec["action"]), int(rec["next_state"])
@@ -74,8 +78,12 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
         if rec["terminated"]:
             target = r
         else:
+            # rows: a tasklet reads its own states' rows live, its siblings' as they were
+            # when the epoch began
+            own = not rows or lane_states[t][0] <= s2 < lane_states[t][1]
+            row = q[s2] if own else snap[s2]
             if params.algo == "q":
-                m = q[s2][argmax(q[s2])]
+                m = row[argmax(row)]
             else:
                 b = int(rec["next_action"])
                 if params.next_action == "epsilon-greedy":
@@ -84,8 +92,8 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
                         rng[t] = _xs(rng[t])
                         b = (rng[t] * n_actions) >> 32
                     else:
-                        b = argmax(q[s2])
-                m = q[s2][b]
+                        b = argmax(row)
+                m = row[b]
             target = sat(r + mul(gamma, m)) if is_int else np.float32(r + np.float32(gamma * m))
         cur = q[s][a]
         if is_int:
@@ -99,6 +107,20 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids):
     for _ in range(params.epochs):
         orders = [None if params.sampling == "ran" else lane_orders(lanes, params.sampling, params.stride, t)
                   for t in range(T)]
+        if rows:
+            # every lane to the end of the epoch, one after the other: the lanes write
+            # disjoint rows and read the others' from the snapshot, so any order is the same
+            snap = [list(row) for row in q]
+            for t in range(T):
+                s0, e0 = lanes[t]
+                for i in range(e0 - s0):
+                    if params.sampling == "ran":
+                        rng[t] = _xs(rng[t])
+                        j = s0 + ((rng[t] * (e0 - s0)) >> 32)
+                    else:
+                        j = orders[t][i]
+                    update(j, t)
+            continue
         longest = max(e - s for s, e in lanes)
         for i in range(longest):
             for t in range(T):

@@ -8,7 +8,7 @@ import numpy as np
 
 from pimrl.learners import fixedpoint
 from pimrl.learners.variants import (
-    AXES, KERNEL_SCALARS, Variant,
+    AXES, KERNEL_SCALARS, PARAM_FIELDS, Variant,
 )
 from pimrl.rng import epsilon_threshold
 
@@ -29,6 +29,7 @@ class LearnerParams:
     seed: int = 0
     frac_bits: int = fixedpoint.DEFAULT_FRAC_BITS
     bootstrap: str = "table"
+    tasklet_mode: str = "ring"
 
     def __post_init__(self):
         def choose(name, value, options):
@@ -70,8 +71,9 @@ class LearnerParams:
         return self.variant.uses_rng
 
     def kernel_scalars(self) -> np.ndarray:
-        """The numbers a compiled kernel needs, packed as int64 in the order of
-        ``pimrl.learners.variants.KERNEL_SCALARS``."""
+        """The numbers a compiled kernel needs, as the leading words of its parameter block
+        (``pimrl.learners.variants.PARAM_FIELDS``, int64, up to the last of
+        ``KERNEL_SCALARS``): the words the host sets per DPU (``HOST_FIELDS``) are zero."""
         codes = self.variant.codes()
         words = {
             **{name: codes[name] for name in ("algo", "dtype", "sampling")},
@@ -84,8 +86,13 @@ class LearnerParams:
             "gamma_f32_bits": int(np.float32(self.gamma).view(np.int32)),
             "alpha_fx": fixedpoint.to_fixed_scalar(self.alpha, self.frac_bits, "alpha"),
             "gamma_fx": fixedpoint.to_fixed_scalar(self.gamma, self.frac_bits, "gamma"),
+            "tasklet_mode": codes["tasklet_mode"],
         }
-        return np.array([words[name] for name in KERNEL_SCALARS], dtype=np.int64)
+        names = [name for name, _ in PARAM_FIELDS]
+        out = np.zeros(max(names.index(n) for n in KERNEL_SCALARS) + 1, dtype=np.int64)
+        for name in KERNEL_SCALARS:
+            out[names.index(name)] = words[name]
+        return out
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -106,12 +106,14 @@ class PartitionResult:
 
 def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
                     lane_ids=None, q_init=None, rng=None, words=None, v=None,
-                    own=None) -> PartitionResult:
+                    own=None, lane_states=None) -> PartitionResult:
     """Learn one partition. ``lanes``: (T, 2) record ranges, one per tasklet.
 
     ``lane_ids`` (global lane numbers) seed the lanes' streams unless ``rng`` (their current
     states) is given; ``q_init`` (raw dtype) continues from an earlier table. State-owned
-    variants take ``v`` (raw broadcast values) and ``own`` (the owned range lo, hi).
+    variants take ``v`` (raw broadcast values) and ``own`` (the owned range lo, hi). Tasklet
+    mode ``rows`` takes ``lane_states`` (T, 2), the lanes' state ranges
+    (:func:`pimrl.partition.state_lanes` gives both and the records' order).
     """
     lanes = np.ascontiguousarray(lanes, dtype=np.int64).reshape(-1, 2)
     if rng is None:
@@ -123,8 +125,10 @@ def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
          else np.array(q_init, dtype=raw_dtype).reshape(1, n_states, n_actions))
     sat = np.zeros(1, np.int64)
     words = record_words(records, params) if words is None else words
-    compiled(params.variant).partitions(*words, lanes[None], rng, q, params.kernel_scalars(), sat,
-                                        v=v, own=None if own is None else np.reshape(own, (1, 2)))
+    compiled(params.variant).partitions(
+        *words, lanes[None], rng, q, params.kernel_scalars(), sat, v=v,
+        own=None if own is None else np.reshape(own, (1, 2)),
+        lane_states=None if lane_states is None else np.reshape(lane_states, (1, -1, 2)))
     return PartitionResult(q[0], rng[0], int(sat[0]))
 
 

@@ -78,9 +78,22 @@ BOOTSTRAP = Axis("bootstrap", "where a non-terminal update reads the value of s'
            "(state-owned learning, --aggregate own:R; SARSA bootstraps from the expected "
            "value of its target policy, drawing nothing)", "SWIFTRL_BOOTSTRAP_OWNED"),
 ))
-AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION, BOOTSTRAP)
+TASKLET_MODE = Axis("tasklet_mode", "how a DPU's tasklets share its Q-table (docs/design.md)",
+                    "SWIFTRL_TASKLET_MODE", (
+    Choice("ring", 0, "one tasklet at a time: a token passed round the tasklets applies the "
+           "updates round-robin on one table (1/11 of the pipeline)", "SWIFTRL_MODE_RING"),
+    Choice("rows", 1, "every tasklet at once: each owns a range of states and updates only "
+           "their rows, bootstrapping from a snapshot taken each epoch for its siblings' "
+           "states (deterministic)", "SWIFTRL_MODE_ROWS"),
+    Choice("unlocked", 2, "every tasklet at once on one table with no lock, SwiftRL's scheme: "
+           "pimrl computes the ring's table, prices the full pipeline and counts the "
+           "conflicts where hardware could lose an update", "SWIFTRL_MODE_UNLOCKED"),
+))
+AXES = (ALGO, DTYPE, SAMPLING, NEXT_ACTION, BOOTSTRAP, TASKLET_MODE)
 
-ALGOS, DTYPES, SAMPLINGS, NEXT_ACTIONS, BOOTSTRAPS = (a.names for a in AXES)
+ALGOS, DTYPES, SAMPLINGS, NEXT_ACTIONS, BOOTSTRAPS, TASKLET_MODES = (a.names for a in AXES)
+#: The tasklet mode pimrl uses when none is named (docs/design.md says why).
+DEFAULT_TASKLET_MODE = "rows"
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,7 @@ class Variant:
     sampling: str = "seq"
     next_action: str = "logged"
     bootstrap: str = "table"
+    tasklet_mode: str = "ring"
 
     def __post_init__(self):
         for axis in AXES:
@@ -107,7 +121,7 @@ class Variant:
         """The variant a :class:`~pimrl.learners.params.LearnerParams` (or any object with
         these attributes) asks for."""
         return cls(params.algo, params.dtype, params.sampling, params.next_action,
-                   getattr(params, "bootstrap", "table"))
+                   getattr(params, "bootstrap", "table"), getattr(params, "tasklet_mode", "ring"))
 
     @property
     def name(self) -> str:
@@ -117,9 +131,28 @@ class Variant:
 
     @property
     def key(self) -> str:
-        """A name that tells every axis apart (``sarsa-fp32-seq+epsilon-greedy``)."""
+        """A name that tells every axis apart (``sarsa-fp32-seq+epsilon-greedy@owned/rows``;
+        the ring, the default of the contract, is left out)."""
         return (self.name + (f"+{self.next_action}" if self.epsilon_greedy else "")
-                + ("@owned" if self.owned else ""))
+                + ("@owned" if self.owned else "")
+                + (f"/{self.tasklet_mode}" if self.tasklet_mode != "ring" else ""))
+
+    @property
+    def rows(self) -> bool:
+        """Tasklets own state ranges and run at once (tasklet mode ``rows``)."""
+        return self.tasklet_mode == "rows"
+
+    @property
+    def parallel(self) -> bool:
+        """Tasklets run at once (the pipeline fills), in ``rows`` or ``unlocked`` mode."""
+        return self.tasklet_mode != "ring"
+
+    @property
+    def snapshot_rows(self) -> bool:
+        """Under ``rows`` the snapshot holds whole rows (table-bootstrap SARSA reads Q[s', b']),
+        else one value per state (the bootstrap value: Q-learning's max, owned SARSA's policy
+        value)."""
+        return self.rows and self.algo == "sarsa" and not self.owned
 
     @property
     def owned(self) -> bool:
@@ -174,14 +207,18 @@ def parse_variant(name: str) -> dict:
 
 
 def get_variant(name: str, next_action: str = "logged") -> Variant:
-    """``"sarsa-int32-ran"`` (or its :attr:`Variant.key`, ``...+epsilon-greedy``) -> Variant."""
+    """``"sarsa-int32-ran"`` (or its :attr:`Variant.key`, ``...+epsilon-greedy@owned/rows``)
+    -> Variant."""
     text = str(name).strip().lower()
-    bootstrap = "table"
+    bootstrap, mode = "table", "ring"
+    if "/" in text:
+        text, mode = text.split("/", 1)
     if "@" in text:
         text, bootstrap = text.split("@", 1)
     if "+" in text:
         text, next_action = text.split("+", 1)
-    return Variant(**parse_variant(text), next_action=next_action, bootstrap=bootstrap)
+    return Variant(**parse_variant(text), next_action=next_action, bootstrap=bootstrap,
+                   tasklet_mode=mode)
 
 
 def variant_name(algo: str, dtype: str, sampling: str) -> str:
@@ -205,7 +242,7 @@ def expand_variants(spec) -> list:
 
 #: The int64 words of a kernel's ``params`` (the WRAM symbol of the DPU programs, and the
 #: scalars every compiled loop takes), in order; ``PARAMS_WORDS`` words in all, the rest
-#: reserved. Built by ``LearnerParams.kernel_scalars()`` (all but ``n_records``, which the
+#: reserved. Built by ``LearnerParams.kernel_scalars()`` (all but ``HOST_FIELDS``, which the
 #: host sets per DPU).
 PARAM_FIELDS = (
     ("algo", "ALGO axis code"),
@@ -231,6 +268,7 @@ PARAM_FIELDS = (
     ("policy_mean_f32_bits", "owned epsilon-greedy SARSA: the weight p / A of sum_a Q[s', a] in "
                              "V(s'), float32 bits"),
     ("policy_mean_fx", "owned epsilon-greedy SARSA: the same weight in Q format"),
+    ("tasklet_mode", "TASKLET_MODE axis code"),
 )
 PARAMS_WORDS = 24
 #: Words the host sets per DPU; the rest are the learner's scalars.
@@ -239,7 +277,8 @@ HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared", "policy_max_f32_bi
 KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS if name not in HOST_FIELDS)
 P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
     P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI, P_OWN_SHARED, \
-    P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX = range(len(PARAM_FIELDS))
+    P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, \
+    P_TASKLET_MODE = range(len(PARAM_FIELDS))
 assert len(PARAM_FIELDS) <= PARAMS_WORDS
 
 

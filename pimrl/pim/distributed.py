@@ -69,7 +69,7 @@ class RankShard:
 
     def launch(self):
         """Run the loaded program on this shard's DPUs: (cycles, counters, faults with
-        global slot numbers)."""
+        global slot numbers, each tasklet's counters or None)."""
         from pimrl.cluster import _set_numba_threads
 
         if self.numba_threads:
@@ -77,7 +77,7 @@ class RankShard:
         program = self.set.program()
         result = program.launch(self.alloc, self.set.slots)
         faults = [(self.first_slot + int(s), t, why) for s, t, why in result.faults]
-        return result.cycles, result.counters, faults
+        return result.cycles, result.counters, faults, result.tasklet_counters
 
 
 class _HostAllocation:
@@ -214,9 +214,12 @@ class DistributedDpuSet(DpuSet):
         cycles = np.concatenate([p[0] for p in parts])
         counters = np.concatenate([p[1] for p in parts], axis=0)
         faults = [f for p in parts for f in p[2]]
+        tasklet_counters = (None if any(p[3] is None for p in parts)
+                            else np.concatenate([p[3] for p in parts], axis=0))
         # Asynchronous launches complete here, so their completion wait is booked here too.
         book_launch(self.alloc, program.name, cycles, self.nr_dpus, True)
-        result = LaunchResult(cycles=cycles, faults=faults, counters=counters)
+        result = LaunchResult(cycles=cycles, faults=faults, counters=counters,
+                              tasklet_counters=tasklet_counters)
         if policy == DPU_ASYNCHRONOUS:
             self._pending = faults
         elif faults:

@@ -24,6 +24,16 @@ DEFAULT_OP_INSTRUCTIONS = {
     "double_add": 99, "double_sub": 107, "double_mul": 654, "double_div": 2181,
     # Not measured by PrIM (uncertain): a soft-float compare, a mutex lock/unlock pair.
     "float_cmp": 24, "mutex": 4,
+    # The UPMEM ISA's 8x8 multiply (mul_ul_ul rc, ra, rb and its eleven siblings: one byte
+    # of each operand, signed or not, a 16-bit product): one instruction.
+    "mul8": 1,
+}
+#: Where an operation's count comes from when PrIM did not measure it.
+OP_SOURCES = {
+    "float_cmp": "not measured by PrIM (assumed)",
+    "mutex": "not measured by PrIM (assumed)",
+    "mul8": "UPMEM ISA: mul_ul_ul rc, ra, rb and its 11 siblings (one byte of each operand, "
+            "signed or unsigned), one instruction",
 }
 
 # Host <-> DPU parallel transfers across 32 ranks (SDK 2023.2): per-DPU bytes -> GB/s.

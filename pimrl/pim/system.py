@@ -60,6 +60,9 @@ class LaunchResult:
     # WRAM bytes, from address 0, that the launch may have written on any DPU (None: all):
     # a later allocation reusing this memory zeroes only those.
     wram_written: int | None = None
+    # Each tasklet's counters (n_dpus, tasklets, counters), for programs whose tasklets do
+    # unequal shares (the SwiftRL kernel in tasklet mode rows); None otherwise.
+    tasklet_counters: np.ndarray | None = None
 
 
 class DpuProgram:

@@ -60,25 +60,33 @@ def build_dir() -> Path:
 
 
 def kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes=2048,
-                   count_visits=True, bootstrap="table") -> dict:
+                   count_visits=True, bootstrap="table", tasklet_mode="ring") -> dict:
     """The ``-D`` flags choosing a variant (the same names a Makefile passes)."""
     return {"N_STATES": int(n_states), "N_ACTIONS": int(n_actions),
-            **Variant(algo, dtype, sampling, bootstrap=bootstrap).c_defines(),
+            **Variant(algo, dtype, sampling, bootstrap=bootstrap,
+                      tasklet_mode=tasklet_mode).c_defines(),
             "BLOCK_BYTES": int(block_bytes),
             "COUNT_VISITS": 1 if count_visits else 0}
 
 
 def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
-                 count_visits=True, opt="-O2", bootstrap="table") -> Path:
-    """Build (once; cached under kernels/build) one variant; returns the program file."""
+                 count_visits=True, opt="-O2", bootstrap="table", tasklet_mode="ring",
+                 perfcounter: str | None = None) -> Path:
+    """Build (once; cached under kernels/build) one variant; returns the program file.
+    ``perfcounter`` (``COUNT_CYCLES`` or ``COUNT_INSTRUCTIONS``): the kernel leaves its
+    launch's ``perfcounter_get()`` in the symbol ``perf``."""
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
                            f"python -m pimrl.swiftrl.cprogram --write-header")
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
-                          bootstrap)
+                          bootstrap, tasklet_mode)
+    if perfcounter is not None:
+        defs["SWIFTRL_PERFCOUNTER"] = perfcounter
     name = (f"swiftrl-{algo}-{dtype}-{sampling}{'-owned' if bootstrap == 'owned' else ''}"
+            f"{'-' + tasklet_mode if tasklet_mode != 'ring' else ''}"
             f"-s{n_states}-a{n_actions}-t{tasklets}"
-            f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}-{_sources_key()}")
+            f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}"
+            f"{'-' + perfcounter.lower() if perfcounter else ''}-{_sources_key()}")
     out = build_dir() / name
     if not out.exists():
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
@@ -89,18 +97,20 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
 
 
 def compiler_line(compiler: str, out, n_states, n_actions, tasklets, algo, dtype, sampling,
-                  block_bytes=2048, count_visits=True, opt="-O2", bootstrap="table") -> list:
+                  block_bytes=2048, count_visits=True, opt="-O2", bootstrap="table",
+                  tasklet_mode="ring") -> list:
     """The DPU compiler's command line for one variant, as kernels/Makefile writes it:
     ``dpu-upmem-dpurte-clang -DNR_TASKLETS=T -DN_STATES=S ... -O2 -o OUT swiftrl.c``."""
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
-                          bootstrap)
+                          bootstrap, tasklet_mode)
     return [compiler, f"-DNR_TASKLETS={int(tasklets)}", *(f"-D{k}={v}" for k, v in defs.items()),
             opt, "-I", str(KERNELS), "-o", str(out), str(SOURCE)]
 
 
 def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampling,
                                block_bytes=2048, count_visits=True, opt="-O2",
-                               compiler: str = "dpu-upmem-dpurte-clang") -> Path:
+                               compiler: str = "dpu-upmem-dpurte-clang",
+                               tasklet_mode: str = "ring") -> Path:
     """Build one variant with the DPU compiler ``compiler`` found on PATH (on a UPMEM machine
     the SDK's, which makes a DPU ELF binary), once per sources and compiler, under
     ``<kernel build folder>/upmem``; returns the binary's path."""
@@ -116,14 +126,15 @@ def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampl
                                 "environment: source <sdk>/upmem_env.sh)")
     real = Path(found).resolve()
     key = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}:{_sources_key()}".encode()).hexdigest()[:12]
-    out = build_dir() / "upmem" / (f"swiftrl-{algo}-{dtype}-{sampling}-s{n_states}-a{n_actions}"
-                                   f"-t{tasklets}-b{block_bytes}{'-v' if count_visits else ''}"
-                                   f"{opt.replace('-', '')}-{key}")
+    mode = f"-{tasklet_mode}" if tasklet_mode != "ring" else ""
+    out = build_dir() / "upmem" / (f"swiftrl-{algo}-{dtype}-{sampling}{mode}-s{n_states}"
+                                   f"-a{n_actions}-t{tasklets}-b{block_bytes}"
+                                   f"{'-v' if count_visits else ''}{opt.replace('-', '')}-{key}")
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
         line = compiler_line(found, tmp, n_states, n_actions, tasklets, algo, dtype, sampling,
-                             block_bytes, count_visits, opt)
+                             block_bytes, count_visits, opt, tasklet_mode=tasklet_mode)
         done = subprocess.run(line, capture_output=True, text=True)
         if done.returncode != 0:
             tmp.unlink(missing_ok=True)
@@ -137,54 +148,76 @@ class SwiftRlCProgram(DpuRtProgram):
     """A built variant of kernels/swiftrl.c; launches report the ``stats`` counters."""
 
     def __init__(self, path, n_states, n_actions, tasklets, algo, dtype, sampling,
-                 block_bytes, hardware=None, count_visits=True, workers=None, bootstrap="table"):
+                 block_bytes, hardware=None, count_visits=True, workers=None, bootstrap="table",
+                 tasklet_mode="ring"):
         super().__init__(path, hardware, workers)
         self.bootstrap = bootstrap
+        self.tasklet_mode = tasklet_mode
         self.n_states, self.n_actions, self.tasklets = n_states, n_actions, tasklets
         self.algo, self.dtype, self.sampling = algo, dtype, sampling
         self.block_bytes, self.count_visits = block_bytes, count_visits
-        self.name = f"swiftrl-c-{algo}-{dtype}-{sampling}-t{tasklets}"
+        self.name = f"swiftrl-c-{algo}-{dtype}-{sampling}-t{tasklets}" + (
+            f"-{tasklet_mode}" if tasklet_mode != "ring" else "")
         if hardware is not None and self.wram_used + tasklets * block_bytes > hardware.wram_bytes:
+            from pimrl.swiftrl.program import wram_advice
+
+            variant = Variant(algo, dtype, sampling, bootstrap=bootstrap, tasklet_mode=tasklet_mode)
             raise ValueError(
                 f"WRAM overflow: the kernel's globals ({self.image_size} B, a {n_states} x "
-                f"{n_actions} Q-table and visit counts among them) plus {tasklets} tasklets' "
+                f"{n_actions} Q-table among them) plus {tasklets} tasklets' "
                 f"{block_bytes} B DMA buffers and stacks need "
-                f"{self.wram_used + tasklets * block_bytes} B; WRAM holds {hardware.wram_bytes} B")
+                f"{self.wram_used + tasklets * block_bytes} B; WRAM holds {hardware.wram_bytes} B"
+                + wram_advice(n_states, n_actions, tasklets, variant, count_visits, block_bytes,
+                              hardware.stack_bytes_per_tasklet, hardware.wram_bytes))
 
-    def costs(self, hw, next_action: str = "logged"):
+    def costs(self, hw, next_action: str = "logged", wide_alpha=False, wide_gamma=False):
         """The numba path's instruction costs for this variant (for comparisons)."""
         pv = None
         if self.bootstrap == "owned" and self.algo == "sarsa":
             pv = "uniform" if next_action == "epsilon-greedy" else "weighted"
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
-                                             policy_value=pv)
+                                             policy_value=pv, tasklet_mode=self.tasklet_mode,
+                                             wide_alpha=wide_alpha, wide_gamma=wide_gamma,
+                                             bootstrap=self.bootstrap)
 
     def launch(self, alloc, slots) -> LaunchResult:
         result = super().launch(alloc, slots)
         so = self.symbols["stats"].offset
         slots = np.asarray(slots, dtype=np.int64)
         result.counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
-        model = kcost.kernel_cycles(alloc.hw, result.counters, self.costs(alloc.hw),
-                                    self.tasklets)
-        if self.bootstrap == "owned" and self.algo == "sarsa":       # the policy: a parameter
+        if self.tasklet_mode == "rows":
+            # the model needs each tasklet's counters, which the C kernel does not keep:
+            # compare with the built-in kernel's cycles on the same data instead
+            model = np.full(len(slots), np.nan)
+        else:
             po = self.symbols["params"].offset
-            eg = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)[
-                :, P_SARSA_DRAW] != 0
-            model = np.where(eg, kcost.kernel_cycles(alloc.hw, result.counters, self.costs(
-                alloc.hw, "epsilon-greedy"), self.tasklets), model)
+            params = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)
+            eg = (params[:, P_SARSA_DRAW] != 0) if (
+                self.bootstrap == "owned" and self.algo == "sarsa") else np.zeros(len(slots), bool)
+            wide_a, wide_g = (kcost.wide_products(params) if self.dtype == "int32"
+                              else (np.zeros(len(slots), bool),) * 2)
+            model = np.zeros(len(slots))
+            for key in set(zip(eg.tolist(), wide_a.tolist(), wide_g.tolist())):
+                mask = (eg == key[0]) & (wide_a == key[1]) & (wide_g == key[2])
+                model[mask] = kcost.kernel_cycles(
+                    alloc.hw, result.counters[mask],
+                    self.costs(alloc.hw, "epsilon-greedy" if key[0] else "logged", *key[1:]),
+                    self.tasklets, self.tasklet_mode)
         self.last_launch["model_cycles"] = model
         return result
 
 
 def swiftrl_program(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
                     hardware=None, count_visits=True, workers=None,
-                    bootstrap="table") -> SwiftRlCProgram:
+                    bootstrap="table", tasklet_mode="ring",
+                    perfcounter: str | None = None) -> SwiftRlCProgram:
     """Drop-in for ``RlProgram(...)``: the C kernel of that variant, built and loaded."""
     path = build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes,
-                        count_visits, bootstrap=bootstrap)
+                        count_visits, bootstrap=bootstrap, tasklet_mode=tasklet_mode,
+                        perfcounter=perfcounter)
     return SwiftRlCProgram(path, n_states, n_actions, tasklets, algo, dtype, sampling,
-                           block_bytes, hardware, count_visits, workers, bootstrap)
+                           block_bytes, hardware, count_visits, workers, bootstrap, tasklet_mode)
 
 
 def model_agreement(program: SwiftRlCProgram) -> dict:

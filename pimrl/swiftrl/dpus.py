@@ -124,6 +124,13 @@ class DpuPackageSet:
             return self._sim.last_launch(self.set).counters
         return self.pull_rows("stats", 8 * n_counters).view(np.int64)
 
+    def tasklet_counters(self):
+        """The last run's counters of each tasklet, (n_dpus, tasklets, n_counters), where the
+        simulated program keeps them (tasklet mode rows); else None."""
+        if self.modelled:
+            return self._sim.last_launch(self.set).tasklet_counters
+        return None
+
     # ------------------------------------------------------------------ time
     @contextlib.contextmanager
     def phase(self, category: str):
@@ -185,6 +192,9 @@ class SystemSetDpus:
 
     def counters(self, n_counters):
         return self._last.counters
+
+    def tasklet_counters(self):
+        return self._last.tasklet_counters
 
     def phase(self, category):
         return self.set.phase(category)

@@ -36,7 +36,7 @@ from pimrl.learners.variants import (
     P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, P_POLICY_MAX32, P_POLICY_MAX_FX,
     P_POLICY_MEAN32, P_POLICY_MEAN_FX, PARAMS_WORDS,
 )
-from pimrl.partition import even_bounds, lane_bounds
+from pimrl.partition import even_bounds, lane_bounds, state_lanes
 from pimrl.pim import cost
 from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import float_to_raw, raw_scale
@@ -264,8 +264,12 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     p = replace(params, bootstrap="owned")
     plan = plan_owners(records, n_states, n_actions, n_dpus)
     ordered = records[plan.order]
+    lanes, lane_states = lane_bounds(plan.bounds, tasklets), None
+    if p.tasklet_mode == "rows":
+        order, lanes, lane_states = state_lanes(ordered["state"], plan.bounds, tasklets,
+                                                plan.own)
+        ordered = ordered[order]
     cols = record_words(ordered, p)
-    lanes = lane_bounds(plan.bounds, tasklets)
     rng = lane_seeds(p.seed, np.arange(n_dpus * tasklets)).reshape(n_dpus, tasklets)
     raw_dtype = np.int32 if p.dtype == "int32" else np.float32
     q = np.zeros((n_dpus, n_states, n_actions), raw_dtype)
@@ -284,7 +288,8 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     for r, epochs in enumerate(np.diff(even_bounds(p.epochs, rounds))):
         sc = scalars.copy()
         sc[P_EPOCHS] = epochs
-        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh, w=w_raw)
+        loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh, w=w_raw,
+                        lane_states=lane_states)
         if r < rounds - 1:
             d = np.arange(n_dpus)
             edges = np.stack([q[d, plan.own[:, 0]], q[d, plan.own[:, 1] - 1]], axis=1)
@@ -306,21 +311,27 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     from pimrl.swiftrl.program import RECORD_BYTES
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
     from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
-    from pimrl.swiftrl.trainer import KERNELS, dpu_record_matrix
+    from pimrl.swiftrl.trainer import KERNELS, add_tasklet_counters, dpu_record_matrix, rows_layout
 
     t_start = time.perf_counter()
     p = replace(trainer.params, bootstrap="owned")
     hw = get_hardware(trainer.hardware) if isinstance(trainer.hardware, str) else trainer.hardware
     factory = trainer.kernel if callable(trainer.kernel) else KERNELS[trainer.kernel]
     program = factory(n_states, n_actions, trainer.tasklets, p.algo, p.dtype, p.sampling,
-                      trainer.block_bytes, hw, count_visits=False, bootstrap="owned")
+                      trainer.block_bytes, hw, count_visits=False, bootstrap="owned",
+                      tasklet_mode=p.tasklet_mode)
     plan = plan_owners(records, n_states, n_actions, trainer.n_dpus)
     n = trainer.n_dpus
     longest = int(np.diff(plan.bounds).max())
     if longest * RECORD_BYTES > hw.mram_bytes:
         raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
                          f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
-    matrix = dpu_record_matrix(records[plan.order], plan.bounds)
+    ordered = records[plan.order]
+    lane_words = None
+    if p.tasklet_mode == "rows":        # each DPU's states split over its tasklets
+        ordered, lane_words, _, _ = rows_layout(ordered, plan.bounds, trainer.tasklets,
+                                                n_states, plan.own)
+    matrix = dpu_record_matrix(ordered, plan.bounds)
     if p.dtype == "int32":
         matrix = fixedpoint.records_with_fixed_rewards(matrix, p.frac_bits)
     if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
@@ -358,8 +369,11 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         lanes = np.arange(n * trainer.tasklets)
         with dpus.phase("cpu_dpu"):
             dpus.push_rows("rng_state", lane_seeds(p.seed, lanes).reshape(n, -1).view(np.uint8))
+            if lane_words is not None:
+                dpus.push_rows("lane_bounds", lane_words.view(np.uint8).reshape(n, -1))
         v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros
         counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
+        tasklet_counters = None
         round_epochs = np.diff(even_bounds(p.epochs, rounds))
         agg_s = 0.0
         sent = None
@@ -373,6 +387,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                     dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
                 sent = params.copy()
             dpus.run()
+            tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
             if last:
                 with dpus.phase("dpu_cpu"):
                     counters += dpus.counters(len(kcost.COUNTERS))
@@ -408,4 +423,5 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
     trainer.plan_ = plan
     trainer.rounds_ = history
-    return trainer._set_learned(counters, plan.bounds, program, hw, tables)
+    return trainer._set_learned(counters, plan.bounds, program, hw, tables,
+                                tasklet_counters=tasklet_counters)

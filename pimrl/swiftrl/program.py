@@ -31,13 +31,13 @@ from numba import njit
 
 from pimrl.learners.kernels import (
     RAN, SEQ, STR, as_table, f32_scalar, fields_at, learning_rates_f32, learning_rates_i32,
-    next_index, outside_table, policy_value_f32, policy_value_i32, row_max, update_f32,
-    update_f32_owned, update_i32, update_i32_owned,
+    next_index, outside_table, policy_value_f32, policy_value_i32, row_max, take_snapshot,
+    update_f32, update_f32_owned, update_i32, update_i32_owned, update_rows,
 )
 from pimrl.learners.variants import (
     P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
     P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_SAMPLING,
-    P_SARSA_DRAW, P_STRIDE, PARAMS_WORDS, Variant,
+    P_SARSA_DRAW, P_STRIDE, P_TASKLET_MODE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
 from pimrl.rng import below, xorshift32
@@ -50,10 +50,13 @@ RECORD_BYTES = 16
 N_COUNTERS = len(kcost.COUNTERS)
 DMA_MIN, DMA_MAX = 8, 2048
 # Fault reasons (the ``fault`` counter holds reason * 256 + tasklet + 1).
-FAULT_DMA, FAULT_RECORD = 1, 2
+FAULT_DMA, FAULT_RECORD, FAULT_LANE = 1, 2, 3
 
 (C_UPDATES, C_TERMINAL, C_SCANNED, C_RNG, C_BELOW, C_DMA_R, C_DMA_RB, C_DMA_W, C_DMA_WB, C_SAT,
- C_FAULT, C_STEPS) = (C[n] for n in kcost.COUNTERS)
+ C_FAULT, C_STEPS, C_SNAP, C_SNAP_READS, C_LANE_EPOCHS, C_CONFLICTS, C_WIDE) = (
+    C[n] for n in kcost.COUNTERS)
+#: RAN draws from a lane of this many records or more take the 64-bit product (below).
+WIDE_LANE = 1 << 16
 
 
 def _align8(n: int) -> int:
@@ -83,19 +86,24 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
     CHECK_B = variant.algo == "sarsa" and not DRAW and not OWNED    # reads the logged b
     N_ACTIONS = int(n_actions)      # a constant row length: row maxima unrolled, no length tests
     FAST = bool(fast)
+    ROWS = variant.rows             # tasklets own state ranges (docs/design.md)
+    UNLOCKED = variant.tasklet_mode == "unlocked"
+    SNAP_ROWS = variant.snapshot_rows
     # Under SEQ and STR every record is read once an epoch: the fast kernel counts the
-    # terminal ones in its up-front check instead of at each update.
-    TERMINALS_PER_UPDATE = SAMPLING == RAN or not FAST
+    # terminal ones in its up-front check instead of at each update (rows: per lane, at
+    # each update).
+    TERMINALS_PER_UPDATE = SAMPLING == RAN or not FAST or ROWS
 
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
                heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, off_v,
-               off_vout, off_w, copied, skipped):
+               off_vout, off_w, off_lanes, off_snap, copied, skipped, tcount):
         """Every DPU of ``slots``, each its updates in the order of docs/design.md on its own
         memories (callers run disjoint slices of the DPUs on several threads). ``copied[0]``
         is set when a DPU copied records into its WRAM buffers; the fast kernel sets
         ``skipped[k]`` for the DPUs ``slots[k]`` it leaves to the general one. ``n_actions``
-        must be the kernel's (it is built for one)."""
+        must be the kernel's (it is built for one). Tasklet mode ``rows`` also leaves each
+        tasklet's counters in ``tcount[k, t]`` (its own work: the pace of the DPU)."""
         if n_actions != N_ACTIONS:
             raise ValueError("this launch kernel was built for another number of actions")
         n_actions = N_ACTIONS
@@ -112,6 +120,10 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
         pool_i32 = pool.view(np.int32).reshape(-1)          # records read where they lie
         pool_r = pool_i32.view(RAW)
         page_words = PAGE_BYTES >> 2
+        # unlocked: the step at which each entry was last updated, to count two tasklets'
+        # updates of one entry at one step (steps numbered across this call's DPUs)
+        stamp = np.full(nq if UNLOCKED else 1, -1, np.int64)
+        gstep = np.int64(0)
         for k in range(len(slots)):
             d = slots[k]
             row = wram[d]
@@ -129,6 +141,13 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             edges = row[off_vout:off_vout + 8 * n_actions].view(RAW)
             vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(RAW)
             wt = as_table(row[off_w:off_w + 4 * nq].view(RAW), n_states, n_actions)
+            # rows: each lane's records [rec_b[t], rec_b[t + 1]) and states
+            # [st_b[t], st_b[t + 1]) (WRAM symbol lane_bounds), and the epoch's snapshot
+            lane_b = row[off_lanes:off_lanes + 8 * (tasklets + 1)].view(np.int32)
+            rec_b, st_b = lane_b[:tasklets + 1], lane_b[tasklets + 1:]
+            snap_v = row[off_snap:off_snap + 4 * n_states].view(RAW)
+            snap_q = as_table(row[off_snap:off_snap + 4 * (nq if SNAP_ROWS else n_states)].view(RAW),
+                              n_states if SNAP_ROWS else 1, n_actions if SNAP_ROWS else n_states)
             if IS_INT:
                 alpha, gamma = learning_rates_i32(params)
                 cmax = np.int32(params[P_POLICY_MAX_FX])
@@ -140,6 +159,8 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             own_lo, own_hi = params[P_OWN_LO], params[P_OWN_HI]
             fresh_lo = own_lo + (params[P_OWN_SHARED] & 1)        # rows no other DPU shares
             fresh_hi = own_hi - ((params[P_OWN_SHARED] >> 1) & 1)
+            if ROWS and not OWNED:
+                fresh_lo, fresh_hi = 0, n_states
             for c in range(N_COUNTERS):
                 stats[c] = 0
             eps = params[P_EPS]
@@ -164,19 +185,26 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             rec_base = ((page_row[first_page] - 1) * page_words
                         + ((heap_off & (PAGE_BYTES - 1)) >> 2)) if direct else 0
             # Records read in place are checked once, before any update: if all hold states
-            # and actions of the table, the loop checks none (it checks each record read,
-            # and faults on the first bad one in the update order, otherwise).
+            # and actions of the table (rows: of their lane's states), the loop checks none
+            # (it checks each record read, and faults on the first bad one in the update
+            # order, otherwise).
             checked = False
             terminal_records = 0
             if direct:
                 checked = True
-                for rec in range(n_records):
-                    s, a, _, s2, b, term = fields_at(pool_i32, pool_r,
-                                                     np.uint64(rec_base + 4 * rec))
-                    if outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
-                        checked = False
+                for t in range(tasklets if ROWS else 1):
+                    lo_r = rec_b[t] if ROWS else 0
+                    hi_r = rec_b[t + 1] if ROWS else n_records
+                    for rec in range(lo_r, hi_r):
+                        s, a, _, s2, b, term = fields_at(pool_i32, pool_r,
+                                                         np.uint64(rec_base + 4 * rec))
+                        if outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B) or (
+                                ROWS and (s < st_b[t] or s >= st_b[t + 1])):
+                            checked = False
+                            break
+                        terminal_records += term
+                    if not checked:
                         break
-                    terminal_records += term
             if FAST and not (direct and checked):
                 skipped[k] = 1                  # only its counters zeroed: the general
                 continue                        # kernel's
@@ -185,46 +213,168 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             in_place = FAST or direct           # constants in the fast kernel
             check_each = not FAST and not checked
 
-            # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
-            base, extra = n_records // tasklets, n_records % tasklets
-            start = np.empty(tasklets, dtype=np.int64)
-            length = np.empty(tasklets, dtype=np.int64)
-            pos = 0
-            for t in range(tasklets):
-                length[t] = base + (1 if t < extra else 0)
-                start[t] = pos
-                pos += length[t]
-            longest = base + (1 if extra else 0)
-            cur = np.zeros(tasklets, dtype=np.int64)
-            off = np.zeros(tasklets, dtype=np.int64)
-            blk_lo = np.zeros(tasklets, dtype=np.int64)
-            blk_hi = np.zeros(tasklets, dtype=np.int64)
-            # RAN, and STR whose stride leaps past a buffer, fetch one record per DMA.
-            per_record = SAMPLING == RAN or (SAMPLING == STR and stride * RECORD_BYTES >= block_bytes)
-            # SEQ walks every lane in step: one block per tasklet every block_records steps.
-            chunked = SAMPLING == SEQ
-
             # Counters live in locals (registers) and reach WRAM once at the end; the updates
             # are counted after the loop (every lane makes its length of them an epoch).
             n_terminal = n_scanned = n_rng = n_below = n_dma = n_dma_bytes = 0
-            n_sat = 0
+            n_sat = n_snap = n_sreads = n_conflicts = n_wide = 0
             fault = 0
-            for _ in range(params[P_EPOCHS]):
+            # RAN, and STR whose stride leaps past a buffer, fetch one record per DMA.
+            per_record = SAMPLING == RAN or (SAMPLING == STR and stride * RECORD_BYTES >= block_bytes)
+            if ROWS:
+                # Tasklet mode rows (docs/design.md): every epoch, each tasklet's share of
+                # the snapshot, then each tasklet's lane to its end; the lanes write disjoint
+                # rows, so running them one after the other is running them at once.
                 for t in range(tasklets):
-                    cur[t] = start[t]
-                    off[t] = 0
-                    blk_lo[t] = -1
-                    blk_hi[t] = -1
-                next_block = 0
-                for i in range(longest):
-                    if chunked and i == next_block:
-                        next_block += block_records
-                        # Each unfinished lane's next block, before the step that needs it.
-                        for t in range(tasklets):
-                            if i < length[t]:
-                                n = min(block_records, length[t] - i)
+                    for c in range(N_COUNTERS):
+                        tcount[k, t, c] = 0
+                for _ in range(params[P_EPOCHS]):
+                    for t in range(tasklets):
+                        n_sat = take_snapshot(q, snap_v, snap_q, st_b[t], st_b[t + 1], SNAP_ROWS,
+                                              IS_Q, OWNED, IS_INT, EG, wt, own_lo, cmean, cmax,
+                                              frac, n_sat)
+                        tcount[k, t, C_SNAP] += st_b[t + 1] - st_b[t]
+                        tcount[k, t, C_LANE_EPOCHS] += 1
+                    for t in range(tasklets):
+                        start, end = np.int64(rec_b[t]), np.int64(rec_b[t + 1])
+                        lane_lo, lane_hi = st_b[t], st_b[t + 1]
+                        x = rng[t] if USES_RNG else np.uint32(0)
+                        cur, off = start, np.int64(0)
+                        blk_lo = blk_hi = np.int64(-1)
+                        t_term = t_sc = t_dr = t_below = t_sr = t_dma = t_dmab = 0
+                        for _ in range(end - start):
+                            j, cur, off, x = next_index(SAMPLING, stride, start, end, cur, off, x)
+                            if j < blk_lo or j >= blk_hi:
+                                n = 1 if per_record else min(block_records, end - j)
                                 nbytes = n * RECORD_BYTES
-                                addr = heap_off + (start[t] + i) * RECORD_BYTES
+                                addr = heap_off + j * RECORD_BYTES
+                                if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or misaligned:
+                                    fault = FAULT_DMA * 256 + 1 + t
+                                    break
+                                if not in_place:
+                                    mram_words_to_wram(page_row, pool64, addr, row64,
+                                                       off_buf + t * block_bytes, nbytes)
+                                t_dma += 1
+                                t_dmab += nbytes
+                                blk_lo = j
+                                blk_hi = j + n
+                            if in_place:
+                                w = np.uint64(rec_base + (j << 2))
+                                src_i32, src_r = pool_i32, pool_r
+                            else:
+                                w = np.uint64(t * block_words + ((j - blk_lo) << 2))
+                                src_i32, src_r = buf_i32, buf_r
+                            s, a, r, s2, b, term = fields_at(src_i32, src_r, w)
+                            if check_each:
+                                if outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
+                                    fault = FAULT_RECORD * 256 + 1 + t
+                                    stats[C_STEPS] = j
+                                    break
+                                if s < lane_lo or s >= lane_hi:
+                                    fault = FAULT_LANE * 256 + 1 + t
+                                    stats[C_STEPS] = j
+                                    break
+                            x, sc, dr, sr, n_sat = update_rows(
+                                q, snap_v, snap_q, s, a, r, s2, b, term, lane_lo, lane_hi,
+                                fresh_lo, fresh_hi, vv, IS_Q, DRAW, OWNED, SNAP_ROWS, IS_INT, EG,
+                                wt, own_lo, cmean, cmax, eps, alpha, gamma, frac, x, n_sat)
+                            if VISITS:
+                                visits[s, a] += 1
+                            t_term += term
+                            t_sc += sc
+                            t_dr += dr
+                            t_below += dr == 2
+                            t_sr += sr
+                        if USES_RNG:
+                            rng[t] = x
+                        if SAMPLING == RAN:
+                            t_dr += end - start
+                            t_below += end - start
+                            if end - start >= WIDE_LANE:
+                                tcount[k, t, C_WIDE] += end - start
+                        tcount[k, t, C_UPDATES] += end - start
+                        tcount[k, t, C_TERMINAL] += t_term
+                        tcount[k, t, C_SCANNED] += t_sc
+                        tcount[k, t, C_RNG] += t_dr
+                        tcount[k, t, C_BELOW] += t_below
+                        tcount[k, t, C_SNAP_READS] += t_sr
+                        tcount[k, t, C_DMA_R] += t_dma
+                        tcount[k, t, C_DMA_RB] += t_dmab
+                        if fault:
+                            break
+                    if fault:
+                        break
+                for t in range(tasklets):
+                    n_terminal += tcount[k, t, C_TERMINAL]
+                    n_scanned += tcount[k, t, C_SCANNED]
+                    n_rng += tcount[k, t, C_RNG]
+                    n_below += tcount[k, t, C_BELOW]
+                    n_dma += tcount[k, t, C_DMA_R]
+                    n_dma_bytes += tcount[k, t, C_DMA_RB]
+                    n_snap += tcount[k, t, C_SNAP]
+                    n_sreads += tcount[k, t, C_SNAP_READS]
+                    n_wide += tcount[k, t, C_WIDE]
+            else:
+                # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
+                base, extra = n_records // tasklets, n_records % tasklets
+                start = np.empty(tasklets, dtype=np.int64)
+                length = np.empty(tasklets, dtype=np.int64)
+                pos = 0
+                for t in range(tasklets):
+                    length[t] = base + (1 if t < extra else 0)
+                    start[t] = pos
+                    pos += length[t]
+                longest = base + (1 if extra else 0)
+                cur = np.zeros(tasklets, dtype=np.int64)
+                off = np.zeros(tasklets, dtype=np.int64)
+                blk_lo = np.zeros(tasklets, dtype=np.int64)
+                blk_hi = np.zeros(tasklets, dtype=np.int64)
+                # SEQ walks every lane in step: one block per tasklet every block_records steps.
+                chunked = SAMPLING == SEQ
+                for _ in range(params[P_EPOCHS]):
+                    for t in range(tasklets):
+                        cur[t] = start[t]
+                        off[t] = 0
+                        blk_lo[t] = -1
+                        blk_hi[t] = -1
+                    next_block = 0
+                    for i in range(longest):
+                        gstep += 1
+                        if chunked and i == next_block:
+                            next_block += block_records
+                            # Each unfinished lane's next block, before the step that needs it.
+                            for t in range(tasklets):
+                                if i < length[t]:
+                                    n = min(block_records, length[t] - i)
+                                    nbytes = n * RECORD_BYTES
+                                    addr = heap_off + (start[t] + i) * RECORD_BYTES
+                                    if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or misaligned:
+                                        fault = FAULT_DMA * 256 + 1 + t
+                                        break
+                                    if not in_place:
+                                        mram_words_to_wram(page_row, pool64, addr, row64,
+                                                           off_buf + t * block_bytes, nbytes)
+                                    n_dma += 1
+                                    n_dma_bytes += nbytes
+                                    blk_lo[t] = start[t] + i
+                            if fault:
+                                break
+                        # The lanes still running: all of them, then at the last step the first
+                        # ``extra`` (the longer ones), so no lane tests its length.
+                        for t in range(tasklets if i < base else extra):
+                            x = rng[t] if USES_RNG else np.uint32(0)
+                            if SAMPLING == SEQ:
+                                j = start[t] + i
+                            elif SAMPLING == RAN:          # next_index's draw, no cursor to keep
+                                x = xorshift32(x)
+                                j = start[t] + below(x, length[t])
+                            else:
+                                j, cur[t], off[t], x = next_index(SAMPLING, stride, start[t],
+                                                                  start[t] + length[t], cur[t],
+                                                                  off[t], x)
+                            if not chunked and (j < blk_lo[t] or j >= blk_hi[t]):
+                                n = 1 if per_record else min(block_records, start[t] + length[t] - j)
+                                nbytes = n * RECORD_BYTES
+                                addr = heap_off + j * RECORD_BYTES
                                 if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or misaligned:
                                     fault = FAULT_DMA * 256 + 1 + t
                                     break
@@ -233,81 +383,58 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                                                        off_buf + t * block_bytes, nbytes)
                                 n_dma += 1
                                 n_dma_bytes += nbytes
-                                blk_lo[t] = start[t] + i
+                                blk_lo[t] = j
+                                blk_hi[t] = j + n
+                            # The record's four words (unsigned offsets: indexing with them needs
+                            # no negative-index wraparound): in its MRAM page, or in the
+                            # tasklet's buffer.
+                            if in_place:
+                                w = np.uint64(rec_base + (j << 2))
+                                src_i32, src_r = pool_i32, pool_r
+                            else:
+                                w = np.uint64(t * block_words + ((j - blk_lo[t]) << 2))
+                                src_i32, src_r = buf_i32, buf_r
+                            s, a, r, s2, b, term = fields_at(src_i32, src_r, w)
+                            if check_each and outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
+                                fault = FAULT_RECORD * 256 + 1 + t
+                                stats[C_STEPS] = j                  # the offending record
+                                break
+                            if UNLOCKED:
+                                e = np.int64(s) * n_actions + np.int64(a)
+                                if stamp[e] == gstep:
+                                    n_conflicts += 1
+                                stamp[e] = gstep
+                            dr = 0
+                            if OWNED and IS_INT:
+                                sc, n_sat = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a,
+                                                             r, s2, term, alpha, gamma,
+                                                             frac, IS_Q, EG, wt, own_lo, cmean,
+                                                             cmax, n_sat)
+                            elif OWNED:
+                                sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, r, s2,
+                                                      term, alpha, gamma, IS_Q, EG, wt, own_lo,
+                                                      cmean, cmax)
+                            elif IS_INT:
+                                x, sc, dr, n_sat = update_i32(q, s, a, r, s2, b, term,
+                                                              IS_Q, DRAW, eps, alpha, gamma, frac,
+                                                              x, n_sat)
+                            else:
+                                x, sc, dr = update_f32(q, s, a, r, s2, b, term, IS_Q, DRAW,
+                                                       eps, alpha, gamma, x)
+                            if USES_RNG:
+                                rng[t] = x
+                            if VISITS:
+                                visits[s, a] += 1
+                            if TERMINALS_PER_UPDATE:
+                                n_terminal += term
+                            if DRAW or OWNED:           # otherwise derived after the loop
+                                n_scanned += sc
+                                n_rng += dr
+                                n_below += dr == 2
                         if fault:
                             break
-                    # The lanes still running: all of them, then at the last step the first
-                    # ``extra`` (the longer ones), so no lane tests its length.
-                    for t in range(tasklets if i < base else extra):
-                        x = rng[t] if USES_RNG else np.uint32(0)
-                        if SAMPLING == SEQ:
-                            j = start[t] + i
-                        elif SAMPLING == RAN:          # next_index's draw, no cursor to keep
-                            x = xorshift32(x)
-                            j = start[t] + below(x, length[t])
-                        else:
-                            j, cur[t], off[t], x = next_index(SAMPLING, stride, start[t],
-                                                              start[t] + length[t], cur[t],
-                                                              off[t], x)
-                        if not chunked and (j < blk_lo[t] or j >= blk_hi[t]):
-                            n = 1 if per_record else min(block_records, start[t] + length[t] - j)
-                            nbytes = n * RECORD_BYTES
-                            addr = heap_off + j * RECORD_BYTES
-                            if nbytes < DMA_MIN or nbytes > DMA_MAX or nbytes % 8 or misaligned:
-                                fault = FAULT_DMA * 256 + 1 + t
-                                break
-                            if not in_place:
-                                mram_words_to_wram(page_row, pool64, addr, row64,
-                                                   off_buf + t * block_bytes, nbytes)
-                            n_dma += 1
-                            n_dma_bytes += nbytes
-                            blk_lo[t] = j
-                            blk_hi[t] = j + n
-                        # The record's four words (unsigned offsets: indexing with them needs
-                        # no negative-index wraparound): in its MRAM page, or in the
-                        # tasklet's buffer.
-                        if in_place:
-                            w = np.uint64(rec_base + (j << 2))
-                            src_i32, src_r = pool_i32, pool_r
-                        else:
-                            w = np.uint64(t * block_words + ((j - blk_lo[t]) << 2))
-                            src_i32, src_r = buf_i32, buf_r
-                        s, a, r, s2, b, term = fields_at(src_i32, src_r, w)
-                        if check_each and outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B):
-                            fault = FAULT_RECORD * 256 + 1 + t
-                            stats[C_STEPS] = j                  # the offending record
-                            break
-                        dr = 0
-                        if OWNED and IS_INT:
-                            sc, n_sat = update_i32_owned(q, vv, fresh_lo, fresh_hi, s, a,
-                                                         r, s2, term, alpha, gamma,
-                                                         frac, IS_Q, EG, wt, own_lo, cmean,
-                                                         cmax, n_sat)
-                        elif OWNED:
-                            sc = update_f32_owned(q, vv, fresh_lo, fresh_hi, s, a, r, s2,
-                                                  term, alpha, gamma, IS_Q, EG, wt, own_lo,
-                                                  cmean, cmax)
-                        elif IS_INT:
-                            x, sc, dr, n_sat = update_i32(q, s, a, r, s2, b, term,
-                                                          IS_Q, DRAW, eps, alpha, gamma, frac,
-                                                          x, n_sat)
-                        else:
-                            x, sc, dr = update_f32(q, s, a, r, s2, b, term, IS_Q, DRAW,
-                                                   eps, alpha, gamma, x)
-                        if USES_RNG:
-                            rng[t] = x
-                        if VISITS:
-                            visits[s, a] += 1
-                        if TERMINALS_PER_UPDATE:
-                            n_terminal += term
-                        if DRAW or OWNED:           # otherwise derived after the loop
-                            n_scanned += sc
-                            n_rng += dr
-                            n_below += dr == 2
                     if fault:
                         break
-                if fault:
-                    break
             if fault:
                 stats[C_SAT] = n_sat
                 stats[C_FAULT] = fault
@@ -315,11 +442,15 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             n_updates = params[P_EPOCHS] * n_records
             if not TERMINALS_PER_UPDATE:
                 n_terminal = params[P_EPOCHS] * terminal_records
-            if IS_Q and not OWNED:                  # the max scans every action
-                n_scanned = n_actions * (n_updates - n_terminal)
-            if SAMPLING == RAN:
-                n_rng += n_updates
-                n_below += n_updates
+            if not ROWS:
+                if IS_Q and not OWNED:                  # the max scans every action
+                    n_scanned = n_actions * (n_updates - n_terminal)
+                if SAMPLING == RAN:
+                    n_rng += n_updates
+                    n_below += n_updates
+                    for t in range(tasklets):
+                        if length[t] >= WIDE_LANE:
+                            n_wide += params[P_EPOCHS] * length[t]
             if OWNED and own_hi > own_lo:
                 # The owner's output, one gather for the host: its first and last rows (the
                 # ones another DPU may share, for the host's merge), then V of its states.
@@ -334,9 +465,9 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                         m, _ = policy_value_f32(q, st, EG, wt, st - own_lo, cmean, cmax)
                     vout[st - own_lo] = m
                 n_scanned += (own_hi - own_lo) * n_actions
-                for k in range(n_actions):
-                    edges[k] = q[own_lo, k]
-                    edges[n_actions + k] = q[own_hi - 1, k]
+                for kk in range(n_actions):
+                    edges[kk] = q[own_lo, kk]
+                    edges[n_actions + kk] = q[own_hi - 1, kk]
             stats[C_SAT] = n_sat
             stats[C_UPDATES] = n_updates
             stats[C_TERMINAL] = n_terminal
@@ -346,6 +477,11 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             stats[C_DMA_R] = n_dma
             stats[C_DMA_RB] = n_dma_bytes
             stats[C_STEPS] = n_updates
+            stats[C_SNAP] = n_snap
+            stats[C_SNAP_READS] = n_sreads
+            stats[C_LANE_EPOCHS] = params[P_EPOCHS] * tasklets if ROWS else 0
+            stats[C_CONFLICTS] = n_conflicts
+            stats[C_WIDE] = n_wide
 
     return launch
 
@@ -363,13 +499,61 @@ def dpu_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bool 
     return _KERNELS[key]
 
 
+def wram_layout(n_states: int, n_actions: int, tasklets: int, variant: Variant,
+                count_visits: bool) -> list:
+    """The kernel's WRAM globals in order, [(name, bytes)] (the C kernel declares the same)."""
+    nq = n_states * n_actions
+    policy_weights = variant.owned and variant.algo == "sarsa"
+    layout = [("params", 8 * PARAMS_WORDS), ("rng_state", 4 * tasklets),
+              ("stats", 8 * N_COUNTERS), ("q_table", 4 * nq)]
+    if policy_weights:
+        layout.append(("policy_weights", 4 * nq))
+    elif count_visits:
+        layout.append(("visits", 4 * nq))
+    if variant.owned:      # state-owned learning's exchange buffers
+        layout += [("v_table", 4 * n_states), ("v_out", 4 * (2 * n_actions + n_states))]
+    if variant.rows:       # the lanes (from the host) and the epoch's snapshot
+        layout += [("lane_bounds", 8 * (tasklets + 1)),
+                   ("snapshot", 4 * (nq if variant.snapshot_rows else n_states))]
+    return layout
+
+
+def wram_needed(n_states: int, n_actions: int, tasklets: int, variant: Variant,
+                count_visits: bool, block_bytes: int, stack_bytes: int) -> int:
+    """WRAM bytes the kernel needs: its globals, then every tasklet's DMA buffer and stack."""
+    globals_ = sum(_align8(b) for _, b in wram_layout(n_states, n_actions, tasklets, variant,
+                                                        count_visits))
+    return globals_ + tasklets * (block_bytes + stack_bytes)
+
+
+def wram_advice(n_states, n_actions, tasklets, variant, count_visits, block_bytes, stack_bytes,
+                wram_bytes) -> str:
+    """What would fit when ``tasklets`` tasklets with ``block_bytes`` blocks do not: the most
+    tasklets at this block size, the largest block at this tasklet count."""
+    need = lambda t, b: wram_needed(n_states, n_actions, t, variant, count_visits, b,  # noqa: E731
+                                    stack_bytes)
+    fits_t = [t for t in range(tasklets - 1, 0, -1) if need(t, block_bytes) <= wram_bytes]
+    fits_b = [b for b in range(block_bytes - RECORD_BYTES, RECORD_BYTES - 1, -RECORD_BYTES)
+              if need(tasklets, b) <= wram_bytes]
+    options = []
+    if fits_t:
+        options.append(f"--tasklets {fits_t[0]} (the most that fit with {block_bytes} B blocks)")
+    if fits_b:
+        options.append(f"--block-bytes {fits_b[0]} (the largest block that fits "
+                       f"{tasklets} tasklets)")
+    if variant.rows and variant.snapshot_rows:
+        options.append("--tasklet-mode ring (no snapshot)")
+    return "; use " + " or ".join(options) if options else "; the table alone does not fit"
+
+
 class RlProgram(DpuProgram):
     """The SwiftRL kernel for ``n_states`` x ``n_actions`` tables, ``tasklets`` tasklets and
-    ``block_bytes`` DMA blocks (8..2,048, a multiple of 16)."""
+    ``block_bytes`` DMA blocks (8..2,048, a multiple of 16), in tasklet mode ``tasklet_mode``
+    (docs/design.md)."""
 
     def __init__(self, n_states: int, n_actions: int, tasklets: int, algo: str, dtype: str,
                  sampling: str, block_bytes: int = 2048, hardware=None, count_visits: bool = True,
-                 bootstrap: str = "table"):
+                 bootstrap: str = "table", tasklet_mode: str = "ring"):
         if not 1 <= tasklets <= 24:
             raise ValueError(f"tasklets must lie in [1, 24]; got {tasklets}")
         if hardware is not None and tasklets > hardware.max_tasklets:
@@ -382,23 +566,21 @@ class RlProgram(DpuProgram):
         self.algo, self.dtype, self.sampling = algo, dtype, sampling
         self.block_bytes = block_bytes
         self.count_visits = count_visits
-        self.variant = Variant(algo, dtype, sampling, bootstrap=bootstrap)
+        self.variant = Variant(algo, dtype, sampling, bootstrap=bootstrap,
+                               tasklet_mode=tasklet_mode)
         self.bootstrap = bootstrap
+        self.tasklet_mode = tasklet_mode
         self.name = f"swiftrl-{algo}-{dtype}-{sampling}-t{tasklets}" + (
-            "-owned" if self.variant.owned else "")
+            "-owned" if self.variant.owned else "") + (
+            f"-{tasklet_mode}" if tasklet_mode != "ring" else "")
         nq = n_states * n_actions
         # State-owned SARSA holds its target policy's weights where visits would be (it
         # counts no visits): the host writes the rows of states own_lo, own_lo + 1, ...
         self.policy_weights = self.variant.owned and algo == "sarsa"
         if self.policy_weights and count_visits:
             raise ValueError("state-owned SARSA counts no visits (count_visits=False)")
-        layout = [("params", 8 * PARAMS_WORDS), ("rng_state", 4 * tasklets),
-                  ("stats", 8 * N_COUNTERS), ("q_table", 4 * nq),
-                  ("policy_weights" if self.policy_weights else "visits", 4 * nq)]
-        if self.variant.owned:      # state-owned learning's exchange buffers
-            layout += [("v_table", 4 * n_states), ("v_out", 4 * (2 * n_actions + n_states))]
         self.symbols, addr = {}, 0
-        for name, size in layout:
+        for name, size in wram_layout(n_states, n_actions, tasklets, self.variant, count_visits):
             self.symbols[name] = Symbol(name, addr, size)
             addr += _align8(size)
         self.off_buf = addr
@@ -406,40 +588,68 @@ class RlProgram(DpuProgram):
         # Where the globals the kernel itself writes end (the host writes the others): the
         # WRAM a later allocation of this memory clears.
         written = ["rng_state", "stats", "q_table"] + (["visits"] if count_visits else []) + (
-            ["v_out"] if self.variant.owned else [])
+            ["v_out"] if self.variant.owned else []) + (
+            ["snapshot"] if self.variant.rows else [])
         self.kernel_globals_end = max(self.symbols[n].offset + self.symbols[n].size
                                       for n in written)
         stack = hardware.stack_bytes_per_tasklet if hardware is not None else 256
         self.wram_used = addr + tasklets * (block_bytes + stack)
         wram_bytes = hardware.wram_bytes if hardware is not None else 65536
         if self.wram_used > wram_bytes:
+            what = "a Q-table and visit counts" if count_visits else "a Q-table"
+            if self.variant.rows:
+                what += " and the rows snapshot"
             raise ValueError(
-                f"WRAM overflow: a {n_states} x {n_actions} Q-table and visit counts "
-                f"({2 * 4 * nq} B) plus {tasklets} tasklets' {block_bytes} B DMA buffers and "
-                f"{stack} B stacks need {self.wram_used} B; WRAM holds {wram_bytes} B. Use fewer "
-                f"tasklets or smaller DMA blocks (--block-bytes)")
+                f"WRAM overflow: {what} of {n_states} x {n_actions} plus {tasklets} tasklets' "
+                f"{block_bytes} B DMA buffers and {stack} B stacks need {self.wram_used} B; WRAM "
+                f"holds {wram_bytes} B"
+                + wram_advice(n_states, n_actions, tasklets, self.variant, count_visits,
+                              block_bytes, stack, wram_bytes))
         mram = hardware.mram_bytes if hardware is not None else 64 << 20
         self.symbols[DPU_MRAM_HEAP_POINTER_NAME] = Symbol(DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, mram)
         self.mram_used = 0
 
-    def costs(self, hw, next_action: str = "logged"):
+    def costs(self, hw, next_action: str = "logged", wide_alpha: bool = False,
+              wide_gamma: bool = False):
         """Instruction costs; owned SARSA's depend on its target policy (``next_action``, a
-        launch parameter)."""
+        launch parameter), INT32's on whether alpha and gamma take the 64-bit product
+        (:func:`pimrl.swiftrl.costs.wide_products`)."""
         pv = (("uniform" if next_action == "epsilon-greedy" else "weighted")
               if self.policy_weights else None)
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
-                                             policy_value=pv)
+                                             policy_value=pv, tasklet_mode=self.tasklet_mode,
+                                             wide_alpha=wide_alpha, wide_gamma=wide_gamma,
+                                             bootstrap=self.bootstrap)
 
-    def check_params(self, params: np.ndarray) -> dict:
-        """{row: reason} for the DPUs whose ``params`` would make the kernel misbehave (the
-        kernel trusts them, as a DPU program trusts its host); empty when all are fine."""
+    def cycles(self, hw, counters: np.ndarray, params: np.ndarray,
+               tasklet_counters: np.ndarray | None = None) -> np.ndarray:
+        """Modelled cycles of each DPU from its counters and parameters (each DPU priced with
+        its own launch parameters: SARSA's target policy, INT32's products)."""
+        cycles = np.zeros(len(counters))
+        eg = (params[:, P_SARSA_DRAW] != 0) if self.policy_weights else np.zeros(len(params), bool)
+        wide_a, wide_g = (kcost.wide_products(params) if self.dtype == "int32"
+                          else (np.zeros(len(params), bool),) * 2)
+        for key in set(zip(eg.tolist(), wide_a.tolist(), wide_g.tolist())):
+            mask = (eg == key[0]) & (wide_a == key[1]) & (wide_g == key[2])
+            costs = self.costs(hw, "epsilon-greedy" if key[0] else "logged", key[1], key[2])
+            cycles[mask] = kcost.kernel_cycles(
+                hw, counters[mask], costs, self.tasklets, self.tasklet_mode,
+                None if tasklet_counters is None else tasklet_counters[mask])
+        return cycles
+
+    def check_params(self, params: np.ndarray, lane_bounds: np.ndarray | None = None) -> dict:
+        """{row: reason} for the DPUs whose ``params`` (and, in tasklet mode rows,
+        ``lane_bounds``) would make the kernel misbehave (the kernel trusts them, as a DPU
+        program trusts its host); empty when all are fine."""
         heap_records = self.symbols[DPU_MRAM_HEAP_POINTER_NAME].size // RECORD_BYTES
         codes = self.variant.codes()
         checks = (
             (params[:, P_ALGO] != codes["algo"], f"params.algo is not {self.algo}"),
             (params[:, P_DTYPE] != codes["dtype"], f"params.dtype is not {self.dtype}"),
             (params[:, P_SAMPLING] != codes["sampling"], f"params.sampling is not {self.sampling}"),
+            (params[:, P_TASKLET_MODE] != codes["tasklet_mode"],
+             f"params.tasklet_mode is not {self.tasklet_mode}"),
             (params[:, P_STRIDE] < 1, "params.stride < 1"),
             (params[:, P_EPOCHS] < 0, "params.epochs < 0"),
             ((params[:, P_EPS] < 0) | (params[:, P_EPS] > 2**32),
@@ -452,6 +662,15 @@ class RlProgram(DpuProgram):
             checks += (((params[:, P_OWN_LO] < 0) | (params[:, P_OWN_HI] < params[:, P_OWN_LO])
                         | (params[:, P_OWN_HI] > self.n_states),
                         f"params.own_lo, own_hi not a range of [0, {self.n_states}]"),)
+        if self.variant.rows and lane_bounds is not None:
+            t = self.tasklets
+            rec, st = lane_bounds[:, :t + 1].astype(np.int64), lane_bounds[:, t + 1:].astype(np.int64)
+            checks += (((rec[:, 0] != 0) | (np.diff(rec, axis=1) < 0).any(axis=1)
+                        | (rec[:, -1] != params[:, P_N_RECORDS]),
+                        "lane_bounds' record ranges do not split [0, params.n_records)"),
+                       (((np.diff(st, axis=1) < 0).any(axis=1) | (st[:, 0] < 0)
+                         | (st[:, -1] > self.n_states)),
+                        f"lane_bounds' state ranges are not ranges of [0, {self.n_states}]"))
         out = {}
         for bad, why in checks:
             for i in np.flatnonzero(bad):                   # only the DPUs at fault
@@ -463,7 +682,11 @@ class RlProgram(DpuProgram):
         sym = self.symbols
         po = sym["params"].offset
         params = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)
-        problems = self.check_params(params)
+        lane_bounds = None
+        if self.variant.rows:
+            lo = sym["lane_bounds"].offset
+            lane_bounds = alloc.wram[slots, lo:lo + sym["lane_bounds"].size].copy().view(np.int32)
+        problems = self.check_params(params, lane_bounds)
         ok = np.ones(len(slots), dtype=bool)
         ok[list(problems)] = False
         faults = [(int(slots[i]), 0, f"bad parameters: {why}") for i, why in problems.items()]
@@ -473,8 +696,14 @@ class RlProgram(DpuProgram):
         draws = params[ok, P_SARSA_DRAW] != 0
         copied = np.zeros(1, dtype=np.uint8)
         owned = self.variant.owned
+        rows = self.variant.rows
+        # each tasklet's counters (rows: the tasklets' shares differ), by position in slots
+        tcount = np.zeros((len(slots), self.tasklets if rows else 1, N_COUNTERS), np.int64)
+        position = np.full(int(slots.max()) + 1 if len(slots) else 0, -1, np.int64)
+        position[slots] = np.arange(len(slots))
         for next_action, group in (("logged", run[~draws]), ("epsilon-greedy", run[draws])):
-            variant = Variant(self.algo, self.dtype, self.sampling, next_action, self.bootstrap)
+            variant = Variant(self.algo, self.dtype, self.sampling, next_action, self.bootstrap,
+                              self.tasklet_mode)
             # The fast kernel first; the DPUs it skips (records not in place, or not all
             # valid) then run the general one.
             for fast in (True, False):
@@ -482,18 +711,24 @@ class RlProgram(DpuProgram):
                     break
                 kernel = dpu_kernel(variant, self.count_visits, self.n_actions, fast)
                 skipped = np.zeros(len(group), dtype=np.uint8)
+                gcount = np.zeros((len(group),) + tcount.shape[1:], np.int64)
                 run_ranges(lambda lo, hi: kernel(
                     group[lo:hi], alloc.mram.page_table, alloc.mram.pool, alloc.wram,
                     self.n_states, self.n_actions, self.tasklets, self.block_bytes, 0, po,
                     sym["rng_state"].offset, sym["stats"].offset, sym["q_table"].offset,
-                    0 if self.policy_weights else sym["visits"].offset, self.off_buf,
+                    sym["visits"].offset if "visits" in sym else 0, self.off_buf,
                     sym["v_table"].offset if owned else 0, sym["v_out"].offset if owned else 0,
-                    sym["policy_weights"].offset if self.policy_weights else 0, copied,
-                    skipped[lo:hi]), len(group))
-                group = group[skipped != 0]
+                    sym["policy_weights"].offset if self.policy_weights else 0,
+                    sym["lane_bounds"].offset if rows else 0,
+                    sym["snapshot"].offset if rows else 0, copied, skipped[lo:hi],
+                    gcount[lo:hi]), len(group))
+                done = skipped == 0
+                tcount[position[group[done]]] = gcount[done]
+                group = group[~done]
         so = sym["stats"].offset
         counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
         counters[~ok] = 0
+        tcount[~ok] = 0
         faulted = ok & (counters[:, C_FAULT] != 0)         # usually none: no loop per DPU
         for s, c in zip(slots[faulted], counters[faulted]):
             code = int(c[C_FAULT])
@@ -502,14 +737,13 @@ class RlProgram(DpuProgram):
                 why = ("mram_read outside its rules (size a multiple of 8 in [8, 2048], "
                        "addresses 8-byte aligned)" if reason == FAULT_DMA else
                        f"record {int(c[C_STEPS])} of this DPU holds a state or action outside "
-                       f"the {self.n_states} x {self.n_actions} table")
+                       f"the {self.n_states} x {self.n_actions} table" if reason == FAULT_RECORD
+                       else f"record {int(c[C_STEPS])} of this DPU holds a state outside its "
+                       f"tasklet's states (lane_bounds)")
                 faults.append((int(s), tasklet, why))
-        cycles = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), self.tasklets)
-        if self.policy_weights and (params[:, P_SARSA_DRAW] != 0).any():
-            eg = kcost.kernel_cycles(alloc.hw, counters, self.costs(alloc.hw, "epsilon-greedy"),
-                                     self.tasklets)
-            cycles = np.where(params[:, P_SARSA_DRAW] != 0, eg, cycles)
+        cycles = self.cycles(alloc.hw, counters, params, tcount if rows else None)
         # The kernel writes its globals and, when it copied records, its DMA buffers.
         written = (self.off_buf + self.tasklets * self.block_bytes if copied[0]
                    else self.kernel_globals_end)
-        return LaunchResult(cycles=cycles, faults=faults, counters=counters, wram_written=written)
+        return LaunchResult(cycles=cycles, faults=faults, counters=counters, wram_written=written,
+                            tasklet_counters=tcount if rows else None)

@@ -17,7 +17,7 @@ from pimrl.learners import fixedpoint
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import P_EPOCHS
 from pimrl.learners.reference import check_records
-from pimrl.partition import even_bounds
+from pimrl.partition import even_bounds, state_lanes
 from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
@@ -36,6 +36,23 @@ def partition_records(records: np.ndarray, n_dpus: int, partition: str = "contig
     elif partition != "contiguous":
         raise ValueError(f"unknown partitioning {partition!r}; use contiguous or shuffle")
     return records, even_bounds(len(records), n_dpus)
+
+
+def rows_layout(records: np.ndarray, bounds: np.ndarray, tasklets: int, n_states: int,
+                ranges: np.ndarray | None = None):
+    """Tasklet mode ``rows`` (docs/design.md): the records of each DPU grouped by the tasklet
+    that owns their state (:func:`pimrl.partition.state_lanes`; ``ranges`` (D, 2) the states
+    each DPU may write, default all), and each DPU's ``lane_bounds`` words (D, 2 (T + 1))
+    int32: its lanes' record offsets, then their state bounds. Returns (records, lane_bounds,
+    lanes, lane_states), the last two as :func:`~pimrl.partition.state_lanes` gives them."""
+    order, lanes, lane_states = state_lanes(records["state"], bounds, tasklets, ranges,
+                                            n_states)
+    words = np.empty((len(bounds) - 1, 2 * (tasklets + 1)), np.int64)
+    words[:, 0] = lanes[:, 0, 0] - bounds[:-1]
+    words[:, 1:tasklets + 1] = lanes[:, :, 1] - bounds[:-1, None]
+    words[:, tasklets + 1] = lane_states[:, 0, 0]
+    words[:, tasklets + 2:] = lane_states[:, :, 1]
+    return records[order], words.astype(np.int32), lanes, lane_states
 
 
 def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -62,7 +79,7 @@ def _c_kernel(*args, **kwargs):
 
 #: The DPU programs that can run the SwiftRL kernel, by name (``--kernel``). Each factory
 #: takes (n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes, hardware,
-#: count_visits=) and returns a :class:`~pimrl.pim.system.DpuProgram`.
+#: count_visits=, tasklet_mode=) and returns a :class:`~pimrl.pim.system.DpuProgram`.
 KERNELS = Registry("SwiftRL DPU programs")
 KERNELS.add("numba", RlProgram, "the simulator's built-in kernel, compiled per variant (numba)")
 KERNELS.add("c", _c_kernel, "the UPMEM C kernel of kernels/swiftrl.c, built and run by the DPU "
@@ -78,6 +95,15 @@ def too_many_dpus(n_dpus: int, hw: Hardware) -> str:
     advice = (f"use --hardware {fits[0]}, or --hw n_ranks={ranks} for a bigger what-if" if fits
               else f"use --hw n_ranks={ranks} (or more) for a bigger what-if")
     return f"--dpus {n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs ({advice})"
+
+
+def add_tasklet_counters(total, dpus):
+    """``total`` plus the last run's counters of each tasklet (None where the program keeps
+    none)."""
+    last = dpus.tasklet_counters() if hasattr(dpus, "tasklet_counters") else None
+    if last is None:
+        return total
+    return last.copy() if total is None else total + last
 
 
 class PimTrainer:
@@ -155,7 +181,8 @@ class PimTrainer:
 
             program = build_kernel_with_compiler(n_states, n_actions, self.tasklets, p.algo,
                                                  p.dtype, p.sampling, self.block_bytes,
-                                                 count_visits=spec.needs_visits)
+                                                 count_visits=spec.needs_visits,
+                                                 tasklet_mode=p.tasklet_mode)
         else:
             if callable(self.kernel):
                 factory = self.kernel
@@ -164,8 +191,12 @@ class PimTrainer:
             else:
                 raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
             program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
-                              self.block_bytes, hw, count_visits=spec.needs_visits)
+                              self.block_bytes, hw, count_visits=spec.needs_visits,
+                              tasklet_mode=p.tasklet_mode)
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
+        lane_words = None
+        if p.tasklet_mode == "rows":
+            ordered, lane_words, _, _ = rows_layout(ordered, bounds, self.tasklets, n_states)
         longest = int(np.diff(bounds).max())
         if longest * RECORD_BYTES > hw.mram_bytes:
             raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
@@ -190,6 +221,8 @@ class PimTrainer:
                 dpus.push_rows(DPU_MRAM_HEAP_POINTER_NAME, matrix.view(np.uint8).reshape(n, -1))
                 lanes = np.arange(n * self.tasklets).reshape(n, self.tasklets)
                 dpus.push_rows("rng_state", lane_seeds(p.seed, lanes.ravel()).reshape(n, -1).view(np.uint8))
+                if lane_words is not None:
+                    dpus.push_rows("lane_bounds", lane_words.view(np.uint8).reshape(n, -1))
             params = np.zeros((n, PARAMS_WORDS), dtype=np.int64)
             scalars = p.kernel_scalars()
             params[:, : len(scalars)] = scalars
@@ -197,6 +230,7 @@ class PimTrainer:
 
             round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
             counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
+            tasklet_counters = None
             agg_s = 0.0
             visits_before = 0
             self.rounds_ = []
@@ -211,6 +245,7 @@ class PimTrainer:
                 dpus.run()
                 with dpus.phase("dpu_cpu" if last else "inter_dpu"):
                     counters += dpus.counters(len(kcost.COUNTERS))
+                    tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
                     raw = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(
                         n, n_states, n_actions)
                     visits = (dpus.pull_rows("visits", 4 * nq).view(np.uint32).reshape(
@@ -242,14 +277,19 @@ class PimTrainer:
                                           dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
-        return self._set_learned(counters, bounds, program, hw, raw, fresh=True)
+        return self._set_learned(counters, bounds, program, hw, raw, fresh=True,
+                                 tasklet_counters=tasklet_counters)
 
-    def _set_learned(self, counters, bounds, program, hw, tables, fresh=False) -> "PimTrainer":
+    def _set_learned(self, counters, bounds, program, hw, tables, fresh=False,
+                     tasklet_counters=None) -> "PimTrainer":
         """The state every scheme's ``fit`` ends with: the launches' summed work counters and
-        what follows from them, the partition, the program, the hardware and (with
-        ``keep_dpu_tables``) the DPUs' last tables: ``tables`` itself when ``fresh`` (an
-        array nothing else holds), else a copy."""
+        what follows from them (``tasklet_counters_``: each tasklet's, in tasklet mode rows;
+        else None), the partition, the program, the hardware and (with ``keep_dpu_tables``)
+        the DPUs' last tables: ``tables`` itself when ``fresh`` (an array nothing else
+        holds), else a copy."""
         self.counters_ = counters
+        self.tasklet_counters_ = tasklet_counters
+        self.conflicts_ = int(counters[:, kcost.C["conflicts"]].sum())
         self.saturations_ = int(counters[:, kcost.C["saturations"]].sum())
         self.n_updates_ = int(counters[:, kcost.C["updates"]].sum())
         self.bounds_ = bounds
