@@ -13,7 +13,8 @@
  * alone holds and from v_table otherwise; SARSA then bootstraps from its target policy's
  * expected value (policy_value, the weights in policy_weights and params.policy_max_*) and
  * draws nothing. SWIFTRL_PERFCOUNTER COUNT_CYCLES or COUNT_INSTRUCTIONS: the launch's
- * perfcounter_get() in the WRAM symbol perf.
+ * perfcounter_get() in the WRAM symbol perf; SWIFTRL_TASKLET_STATS: each tasklet's counters
+ * in tasklet_stats.
  *
  * It follows docs/design.md exactly, as the simulator's built-in kernel
  * (pimrl/swiftrl/program.py) and the reference learner do. The tasklet modes:
@@ -128,6 +129,11 @@ BARRIER_INIT(epoch_barrier, NR_TASKLETS);
 #endif
 #ifdef SWIFTRL_PERFCOUNTER
 __host uint64_t perf;        /* perfcounter_get() over the launch's updates */
+#endif
+#ifdef SWIFTRL_TASKLET_STATS
+/* Each tasklet's own counters, as stats holds their sums (-DSWIFTRL_TASKLET_STATS: for the
+ * cost model's checks of tasklet mode rows, whose tasklets do unequal shares). */
+__host int64_t tasklet_stats[NR_TASKLETS][SWIFTRL_N_COUNTERS];
 #endif
 #if OWNED || defined(SWIFTRL_PERFCOUNTER)
 BARRIER_INIT(end_barrier, NR_TASKLETS);
@@ -620,6 +626,23 @@ int main(void)
 #endif
         n_scanned += (int64_t)(own_hi - own_lo) * N_ACTIONS;
     }
+#endif
+#ifdef SWIFTRL_TASKLET_STATS
+    for (int c = 0; c < SWIFTRL_N_COUNTERS; c++)
+        tasklet_stats[t][c] = 0;
+    tasklet_stats[t][SWIFTRL_C_UPDATES] = n_updates;
+    tasklet_stats[t][SWIFTRL_C_TERMINAL] = L.n_terminal;
+    tasklet_stats[t][SWIFTRL_C_SCANNED] = n_scanned;
+    tasklet_stats[t][SWIFTRL_C_RNG] = n_rng;
+    tasklet_stats[t][SWIFTRL_C_BELOW] = n_below;
+    tasklet_stats[t][SWIFTRL_C_DMA_READS] = n_dma;
+    tasklet_stats[t][SWIFTRL_C_DMA_READ_BYTES] = n_dma_bytes;
+    tasklet_stats[t][SWIFTRL_C_SATURATIONS] = L.n_sat;
+    tasklet_stats[t][SWIFTRL_C_STEPS] = n_updates;
+    tasklet_stats[t][SWIFTRL_C_SNAPSHOT_ROWS] = n_snap;
+    tasklet_stats[t][SWIFTRL_C_SNAPSHOT_READS] = L.n_sreads;
+    tasklet_stats[t][SWIFTRL_C_LANE_EPOCHS] = n_lane_epochs;
+    tasklet_stats[t][SWIFTRL_C_WIDE_DRAWS] = n_wide;
 #endif
     mutex_lock(stats_mutex);
     stats[SWIFTRL_C_UPDATES] += n_updates;

@@ -19,7 +19,8 @@ runtime fills ``dpurt_bbw`` with the block costs when it is set up). The inserte
 are not counted. Each block's static instructions are classified (:func:`classify`) into plain
 instructions and emulated operations (the argument moves of a DMA call are its DPU
 instruction's operands: :func:`dma_operand_moves`; an inline-assembly block whose first
-line is ``# dpurt-insn N``, a DPU builtin's host code, costs N in all); ``block_cost`` turns a
+line is ``# dpurt-op NAME`` or ``# dpurt-insn N``, a DPU builtin's host code, is one operation
+NAME or N instructions in all); ``block_cost`` turns a
 block into DPU instructions with the hardware's ``op_instructions`` (docs/dpu-runtime.md,
 "Time").
 """
@@ -82,9 +83,11 @@ PROBE_NO_PREEMPT = """\tpushfq
 \tpopq\t%rax
 \tpopfq"""
 _REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
-#: The first line of an inline-assembly block that stands for DPU instructions the host has
-#: no single instruction for (host/dpurt/include/dpurt_builtins.h): the block costs N.
-_FIXED_COST = re.compile(r"^#\s*dpurt-insn\s+(\d+(?:\.\d+)?)\b")
+#: The first line of an inline-assembly block that stands for a DPU instruction the host has
+#: no single instruction for (host/dpurt/include/dpurt_builtins.h): ``dpurt-op NAME``, the
+#: whole block one operation NAME of the hardware's ``op_instructions`` (``mul8``: the 8x8
+#: multiply), or ``dpurt-insn N``, N plain instructions.
+_FIXED_COST = re.compile(r"^#\s*dpurt-(insn|op)\s+([\w.]+)")
 
 
 _ALU = ("add", "sub", "and", "or", "xor", "adc", "sbb", "neg", "not", "inc", "dec", "shl",
@@ -379,7 +382,7 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
             continue
         insn = _FIXED_COST.match(s)
         if insn:
-            fixed = float(insn.group(1))
+            fixed = float(insn.group(2)) if insn.group(1) == "insn" else insn.group(2)
         elif s.startswith("#NO_APP"):
             fixed = None
         code = _is_code(section, flags)
@@ -408,7 +411,7 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
             pending = False
         pending_instr[id(cur)].append((m, ops, next_instr.get(i), fixed))
         if fixed is not None:
-            fixed = 0.0
+            fixed = 0.0                   # the block's first instruction carries its cost
         out.append(line)
         if _JCC.match(m) or m.startswith("call"):
             # after a call too: the instructions after it are charged when they run, after
@@ -423,7 +426,10 @@ def instrument(asm: str, tu: str, preempt: bool = True) -> tuple[str, dict]:
         for i, (m, ops, nxt, cost) in enumerate(instrs):
             if i in operands:
                 continue
-            if cost is not None:        # inside a "dpurt-insn N" block: N for the whole block
+            if isinstance(cost, str):   # a "dpurt-op NAME" block: one operation NAME
+                blk[1][cost] = blk[1].get(cost, 0) + 1
+                continue
+            if cost is not None:        # a "dpurt-insn N" block: N for the whole block
                 blk[0] += cost
                 continue
             plain, op, k = classify(m, ops, nxt, regs)

@@ -23,34 +23,100 @@ COUNTERS = ("updates", "terminal_updates", "scanned_entries", "rng_draws", "belo
             "conflicts", "wide_draws")
 C = {name: i for i, name in enumerate(COUNTERS)}
 
-#: One pass of the update token between tasklets (handshake_wait_for, handshake_notify and
-#: the loop's tests around them): calibrated on the C kernel's basic blocks as the DPU
-#: runtime counts them (docs/dpu-runtime.md, "Agreement with the numba path").
+# --- the SwiftRL C kernel's instructions, event by event (docs/cost-model.md) --------------
+# Operations the hardware's table prices (soft float, the 8x8 multiply, the 64-bit product)
+# are charged where the kernel performs them; the plain instructions around them follow the
+# C kernel's basic blocks as the DPU runtime counts them (docs/dpu-runtime.md, "Time"). The
+# structural costs below were read off its blocks (scans, snapshots, transfers, barriers);
+# the rest, per update and per non-terminal update, is fitted on whole runs of every
+# variant and mode by benchmarks/calibrate_kernel_costs.py (largest error 2.5 %).
+
+
+def scan_row(dtype: str, algo: str, n_actions: int) -> float:
+    """Plain instructions of one row max (Q-learning's bootstrap; SARSA's greedy b'): each
+    entry loaded and compared (INT32), or its float bits turned into an order key first
+    (FP32: shift, shift, xor), the best kept, plus the row's address and the loop's exit."""
+    per_entry = 2.0 if dtype == "int32" else 6.0
+    if algo == "sarsa":           # the greedy b' of epsilon-greedy SARSA, then Q[s'][b']
+        per_entry += 1.0 if dtype == "int32" else 0.0
+        return per_entry * n_actions + 10.0
+    return per_entry * n_actions + (9.0 if dtype == "int32" else 3.0)
+
+
+def snapshot_row(dtype: str, rows: bool, n_actions: int) -> float:
+    """One state of a tasklet's epoch snapshot (tasklet mode rows): its row copied
+    (``rows``: table-bootstrap SARSA), else its max computed and stored."""
+    if rows:
+        return 2.0 * n_actions + 4.0
+    return (3.0 if dtype == "int32" else 6.0) * (n_actions + 1)
+
+
+#: A bootstrap value read from the snapshot (rows, Q-learning): the load and its test.
+SNAPSHOT_READ = {"int32": 8.0, "fp32": 5.0}
+#: A tasklet's epoch in tasklet mode rows: the two barriers and the lane's set-up.
+LANE_EPOCH = {"seq": 22.0, "str": 30.0, "ran": 28.0}
+#: One mram_read with its bookkeeping: SEQ's block loop (modes rows and unlocked), the
+#: stepped loop's refill (ring's SEQ), STR's and RAN's.
+DMA_READ = {("seq", True): 33.0, ("seq", False): 23.0, "str": 36.0, "ran": 19.0}
+#: Epsilon-greedy SARSA's random b' (a second draw and below(x, A), A a constant).
+RANDOM_ACTION = 21.0
+#: Plain instructions per update, per non-terminal update (beyond :func:`scan_row` and the
+#: operations) and per pass of the ring's token, by (dtype, rule, sampling) and tasklet
+#: mode; ``rule`` is ``q``, ``sarsa`` (the logged b') or ``sarsa-eg`` (epsilon-greedy b').
+#: Fitted by benchmarks/calibrate_kernel_costs.py.
+PLAIN = {
+    ("fp32", "q", "seq"): {"ring": (31, 0, 16), "rows": (17, 3, 0), "unlocked": (19, 1, 0)},
+    ("fp32", "q", "str"): {"ring": (34, 0, 19), "rows": (34, 6, 0), "unlocked": (34, 0, 0)},
+    ("fp32", "q", "ran"): {"ring": (53, 0, 12), "rows": (56, 1, 0), "unlocked": (55, 0, 0)},
+    ("int32", "q", "seq"): {"ring": (63, 15, 20), "rows": (54, 16, 0), "unlocked": (53, 12, 0)},
+    ("int32", "q", "str"): {"ring": (79, 23, 21), "rows": (79, 26, 0), "unlocked": (81, 20, 0)},
+    ("int32", "q", "ran"): {"ring": (83, 21, 22), "rows": (90, 18, 0), "unlocked": (91, 13, 0)},
+    ("fp32", "sarsa", "seq"): {"ring": (29, 6, 17), "rows": (18, 17, 0), "unlocked": (18, 6, 0)},
+    ("fp32", "sarsa", "str"): {"ring": (34, 4, 19), "rows": (36, 18, 0), "unlocked": (35, 5, 0)},
+    ("fp32", "sarsa", "ran"): {"ring": (57, 5, 8), "rows": (53, 18, 0), "unlocked": (56, 5, 0)},
+    ("int32", "sarsa", "seq"): {"ring": (64, 24, 23), "rows": (52, 37, 0), "unlocked": (54, 23, 0)},
+    ("int32", "sarsa", "str"): {"ring": (79, 31, 21), "rows": (78, 45, 0), "unlocked": (79, 31, 0)},
+    ("int32", "sarsa", "ran"): {"ring": (84, 29, 24), "rows": (88, 40, 0), "unlocked": (89, 26, 0)},
+    ("fp32", "sarsa-eg", "seq"): {"ring": (28, 21, 18), "rows": (17, 30, 0), "unlocked": (18, 17, 0)},
+    ("fp32", "sarsa-eg", "str"): {"ring": (37, 19, 16), "rows": (35, 35, 0), "unlocked": (35, 21, 0)},
+    ("fp32", "sarsa-eg", "ran"): {"ring": (57, 18, 8), "rows": (52, 30, 0), "unlocked": (56, 18, 0)},
+    ("int32", "sarsa-eg", "seq"): {"ring": (64, 34, 23), "rows": (52, 46, 0), "unlocked": (54, 32, 0)},
+    ("int32", "sarsa-eg", "str"): {"ring": (79, 40, 20), "rows": (78, 55, 0), "unlocked": (79, 41, 0)},
+    ("int32", "sarsa-eg", "ran"): {"ring": (84, 37, 23), "rows": (88, 48, 0), "unlocked": (89, 34, 0)},
+}
+#: Instructions of each ring step that the notifier runs after passing the token, while the
+#: next tasklet runs (its loop's test and its next wait): overlapped, not serialised (the
+#: DPU runtime's handshake: both tasklets run on). Fitted on the ring's cycles at 4 to 16
+#: tasklets (8 to 13.5; benchmarks/calibrate_kernel_costs.py).
+RING_OVERLAP = 10.5
+#: One pass of the online kernel's token (pimrl.online.program): handshake_wait_for,
+#: handshake_notify and the loop's tests around them, calibrated on its C kernel's blocks.
 TOKEN_PASS = 15.0
-#: The INT32 kernel's 64-bit pair moves beyond its counted operations (Q values widened to
-#: int64 around each saturating sum): calibrated the same way.
-Q_FORMAT_PAIRS = 24.0
+#: State-owned variants (bootstrap owned): their kernels' extra plain instructions per
+#: non-terminal update (the fresh range's test, the broadcast value's load), estimated from
+#: the table kernels', not fitted.
+OWNED_NON_TERMINAL = 6.0
 
 
-def fx_mul_u16_instructions(ops: dict) -> float:
-    """A Q15.16 product by a constant below 2^16 (alpha or gamma) on a DPU (kernels/swiftrl.c
-    ``fx_mul_u16``): 8 byte products (``mul_ul_ul`` and its siblings, one instruction each:
-    ``ops["mul8"]``), the high half's shift (``asr``), two sums of four partial products
-    (``add``, then two ``lsl_add``, each), the rounding add and the final ``lsr_add``."""
-    return 8 * ops["mul8"] + 1 + 2 * 3 + 2
+def product_instructions(ops: dict, wide: bool) -> float:
+    """The operations of one INT32 product by alpha or gamma: 8 byte products (``mul8``:
+    the UPMEM ISA's ``mul_ul_ul`` and its siblings, one instruction each) in Q15.16
+    (kernels/swiftrl.c ``fx_mul_u16``), or the emulated 64-bit product (``wide``: another Q
+    format, or alpha = 1; its plain instructions estimated as the narrow one's)."""
+    return ops["int64_mul"] + 1.0 if wide else 8 * ops["mul8"]
 
 
-def below_u16_instructions(ops: dict) -> float:
-    """RAN's ``below(x, n)`` for lanes of fewer than 2^16 records (kernels/swiftrl.c
-    ``below_u16``): 8 byte products, the high half's shift, two sums of four partial
-    products, the low sum's shift, the add and the final shift."""
-    return 8 * ops["mul8"] + 1 + 2 * 3 + 3
+def below_instructions(ops: dict) -> float:
+    """The operations of RAN's ``below(x, n)`` for lanes of fewer than 2^16 records: 8 byte
+    products (kernels/swiftrl.c ``below_u16``); larger lanes take the 64-bit product
+    (counter ``wide_draws``)."""
+    return 8 * ops["mul8"]
 
 
 def wide_products(params: np.ndarray):
     """(alpha, gamma) per DPU of ``params`` (n, PARAMS_WORDS): whether the INT32 kernel's
     product by it is the 64-bit one (a Q format other than Q15.16, or the constant 2^16 or
-    more: alpha = 1) rather than :func:`fx_mul_u16_instructions`' (docs/design.md)."""
+    more: alpha = 1) rather than the 8x8 one (docs/design.md)."""
     frac = params[:, P_FRAC]
 
     def wide(c):
@@ -62,79 +128,65 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
                              n_actions: int, tasklets: int, count_visits: bool = False,
                              policy_value: str | None = None, tasklet_mode: str = "ring",
                              wide_alpha: bool = False, wide_gamma: bool = False,
-                             bootstrap: str = "table") -> dict:
-    """Instructions charged per counted event, for one kernel variant.
+                             bootstrap: str = "table", next_action: str = "logged") -> dict:
+    """Instructions charged per counted event, for one kernel variant (docs/cost-model.md).
 
-    The breakdown follows the C kernel line by line (docs/cost-model.md): record decode from
-    WRAM, two row indices (s*A, s'*A: shift-and-add, A a compile-time constant), the max or the
-    chosen action's load, the update arithmetic (soft float, or saturating Q format with the
-    products by alpha and gamma made of 8x8 multiplies) and the loop/cursor work of the
-    sampling order; in tasklet mode ``ring`` the token pass, in ``rows`` the bootstrap's
-    range test, the snapshot and the barriers. ``policy_value``: every scanned entry also
-    enters state-owned SARSA's policy value (docs/state-owned.md), each evaluation a scan of
-    the ``A`` entries of one row: ``"weighted"`` (logged) a weight load, a multiply and an add
-    per entry; ``"uniform"`` (epsilon-greedy) an add per entry and, per row, two multiplies and
-    an add (charged as ``1 / A`` of them per entry). ``wide_alpha``/``wide_gamma``: the INT32
-    product by that constant is the 64-bit one (:func:`wide_products`).
-    """
+    Every update: its plain instructions (:data:`PLAIN`: the record's fetch and decode, the
+    sampling order's step, the table's load and store, the saturating sums), the update's
+    operations (FP32: the soft-float subtract, multiply and add; INT32: the product by
+    alpha, :func:`product_instructions`; RAN: :func:`below_instructions`), visits (load,
+    add, store) and, in tasklet mode ring with several tasklets, the token's pass. Every
+    non-terminal update: the bootstrap's plain instructions and operations (the product by
+    gamma and the add). Every scanned entry: :func:`scan_row`'s share. ``policy_value``:
+    every scanned entry also enters state-owned SARSA's policy value (docs/state-owned.md):
+    ``"weighted"`` (logged) a weight load, a multiply and an add per entry; ``"uniform"``
+    (epsilon-greedy) an add per entry and, per row, two multiplies and an add (charged as
+    ``1 / A`` of them per entry). ``wide_alpha``/``wide_gamma``: the INT32 product by that
+    constant is the 64-bit one (:func:`wide_products`). ``next_action``: SARSA's b' (a
+    launch parameter)."""
     ops = hw.op_instructions
     rows = tasklet_mode == "rows"
-    # Record decode (8), two row indices s*A and s'*A (A is a compile-time constant in the C
-    # kernel, so a shift-and-add pair each, not an emulated multiply), Q load/store (4).
-    per_update = 8.0 + 2 * 2.0 + 4.0
+    owned = bootstrap == "owned"
+    rule = algo if algo == "q" or next_action != "epsilon-greedy" or owned else "sarsa-eg"
+    plain_update, plain_bootstrap, token = PLAIN[(dtype, rule, sampling)][tasklet_mode]
     if dtype == "fp32":
-        bootstrap_cost = ops["float_mul"] + ops["float_add"]     # gamma * m, r + .
-        per_update += ops["float_sub"] + ops["float_mul"] + ops["float_add"]  # td, alpha * td, q +
-        # The row max compares the float bits as integers (kernels/swiftrl.c row_max): load,
-        # the order key (shift, shift, xor), compare-and-branch, keep the index.
-        scan = 6.0
-        if policy_value == "weighted":
-            scan = 3.0 + ops["float_cmp"] + 1.0 + ops["float_mul"] + ops["float_add"]
-        elif policy_value == "uniform":
-            scan = (3.0 + ops["float_cmp"] + ops["float_add"]
-                    + (2 * ops["float_mul"] + ops["float_add"]) / n_actions)
+        update_ops = ops["float_sub"] + ops["float_mul"] + ops["float_add"]   # td, alpha td, q +
+        bootstrap_ops = ops["float_mul"] + ops["float_add"]                  # gamma m, r +
     else:
-        # Saturating sums of two int32 as 64-bit pairs (add + addc, bound checks of 3 each).
-        sat64 = 2 * 3.0
-        sat_add = 2.0 + sat64
-        # The products by the launch constants alpha and gamma: the 8x8 one and its branch,
-        # or the emulated 64-bit product (widen, round, shift) and its saturation.
-        narrow = fx_mul_u16_instructions(ops) + 1.0
-        wide = 1.0 + ops["int64_mul"] + 5.0 + sat64
-        bootstrap_cost = (wide if wide_gamma else narrow) + sat_add
-        per_update += sat_add + (wide if wide_alpha else narrow) + sat_add + Q_FORMAT_PAIRS
-        scan = 3.0 + ops["int32_sub"]
-        fx_mul = ops["int64_mul"] + 5.0 + sat64
-        if policy_value == "weighted":
-            scan += 1.0 + fx_mul + 2.0                           # weight load, fx_mul, 64-bit add
-        elif policy_value == "uniform":
-            scan += 2.0 + (sat64 + 2 * fx_mul + sat_add) / n_actions   # 64-bit add; per row
-    step = {"seq": 5.0, "str": 8.0, "ran": 6.0}[sampling]        # cursor, bounds, branch
+        update_ops = product_instructions(ops, wide_alpha)
+        bootstrap_ops = product_instructions(ops, wide_gamma)
+    per_update = plain_update + update_ops
+    if sampling == "ran":
+        # each update draws once: below_draws carries RANDOM_ACTION, the update the rest
+        per_update += below_instructions(ops) - RANDOM_ACTION
     if count_visits:
         per_update += 3.0                                        # load, add, store
     if tasklet_mode == "ring" and tasklets > 1:
-        per_update += TOKEN_PASS
-    if rows:
-        bootstrap_cost += 3.0            # s' against the tasklet's range, choose the source
-    if rows and algo == "q" or rows and bootstrap == "owned":
-        snapshot_row = n_actions * scan + 3.0                    # its value, stored; the loop
-        if policy_value is not None:
-            snapshot_row += 2.0
-    else:
-        snapshot_row = 2.0 * n_actions + 3.0                     # the row copied; the loop
+        per_update += token
+    non_terminal = plain_bootstrap + bootstrap_ops + (OWNED_NON_TERMINAL if owned else 0.0)
+    scan = scan_row(dtype, algo if not owned else "q", n_actions) / n_actions
+    fx_mul = ops["int64_mul"] + 11.0              # the 64-bit product, its widening and checks
+    if policy_value == "weighted":
+        scan += 1.0 + (fx_mul + 2.0 if dtype == "int32" else ops["float_mul"] + ops["float_add"])
+    elif policy_value == "uniform":
+        scan += (2.0 + (2 * fx_mul + 8.0) / n_actions if dtype == "int32"
+                 else ops["float_add"] + (2 * ops["float_mul"] + ops["float_add"]) / n_actions)
+    snapshot = snapshot_row(dtype, algo == "sarsa" and not owned, n_actions)
+    if owned and policy_value is not None:
+        snapshot = scan * n_actions + 6.0
     return {
-        "updates": per_update + step,
-        "non_terminal": bootstrap_cost,
+        "updates": per_update,
+        "non_terminal": non_terminal,
         "scanned_entries": scan,
-        "rng_draws": 6.0,                                        # xorshift32: 3 shifts, 3 xors
-        # below(x, n): the 8x8 products for RAN's lanes (and its branch), SARSA's b' by the
-        # constant A; draws from lanes of 2^16 records or more add the 64-bit product
-        "below_draws": below_u16_instructions(ops) + 1.0,
-        "wide_draws": ops["int64_mul"] - below_u16_instructions(ops),
-        "dma_reads": 4.0,                                        # issue + bookkeeping
-        "snapshot_rows": snapshot_row if rows else 0.0,
-        "snapshot_reads": 1.0,                                   # the value's load
-        "lane_epochs": 2 * (8.0 + 4.0) + 10.0 if rows else 0.0,  # two barriers; lane set-up
+        "rng_draws": 0.0,                 # xorshift32's six: in the plain instructions
+        "below_draws": RANDOM_ACTION,
+        "wide_draws": ops["int64_mul"] - below_instructions(ops),
+        "dma_reads": DMA_READ[(sampling, tasklet_mode != "ring")] if sampling == "seq"
+        else DMA_READ[sampling],
+        "snapshot_rows": snapshot if rows else 0.0,
+        "snapshot_reads": SNAPSHOT_READ[dtype] if rows and (algo == "q" or owned) else 0.0,
+        "lane_epochs": LANE_EPOCH[sampling] if rows else 0.0,
+        "ring_overlap": RING_OVERLAP if tasklet_mode == "ring" and tasklets > 1 else 0.0,
     }
 
 
@@ -197,9 +249,10 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
       (the C kernel's handshake ring), and each step of a lane (record fetch, decode,
       update) runs while its tasklet holds the token, so the DPU's pipeline and DMA engine
       serve one tasklet at a time (``tasklets`` only changes the per-update synchronisation
-      cost, in :func:`update_instruction_costs`);
-    - ``unlocked``: :func:`dpu_cycles` with the work split evenly over ``tasklets`` (its lanes
-      are the ring's, equal to one record);
+      cost, in :func:`update_instruction_costs`, less :data:`RING_OVERLAP` that runs beside
+      the next tasklet's step);
+    - ``unlocked``: the work split evenly over ``tasklets`` (its lanes are the ring's, equal
+      to one record), run on the revolving pipeline (:func:`revolving_cycles`);
     - ``rows``: each tasklet's own counters (``tasklet_counts``, (n_dpus, tasklets,
       len(COUNTERS))): its snapshot work and its updates are two phases of every epoch,
       separated by barriers, each run on the revolving pipeline (:func:`revolving_cycles`).
@@ -219,4 +272,11 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
         return cycles
     instr = instructions(counts, costs)
     dma = dma_engine_cycles(hw, counts)
-    return dpu_cycles(hw, instr, dma, 1 if tasklet_mode == "ring" else tasklets)
+    if tasklet_mode == "ring":
+        # what the notifier runs after the pass overlaps the next tasklet's step
+        serial = instr - counts[:, C["updates"]] * costs.get("ring_overlap", 0.0)
+        return dpu_cycles(hw, serial, dma, 1)
+    # unlocked: the ring's equal lanes, every tasklet at once
+    t = max(int(tasklets), 1)
+    share = np.repeat((instr / t)[:, None], t, axis=1)
+    return revolving_cycles(hw, share, np.repeat((dma / t)[:, None], t, axis=1))

@@ -71,10 +71,11 @@ def kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes=2048,
 
 def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
                  count_visits=True, opt="-O2", bootstrap="table", tasklet_mode="ring",
-                 perfcounter: str | None = None) -> Path:
+                 perfcounter: str | None = None, tasklet_stats: bool = False) -> Path:
     """Build (once; cached under kernels/build) one variant; returns the program file.
     ``perfcounter`` (``COUNT_CYCLES`` or ``COUNT_INSTRUCTIONS``): the kernel leaves its
-    launch's ``perfcounter_get()`` in the symbol ``perf``."""
+    launch's ``perfcounter_get()`` in the symbol ``perf``; ``tasklet_stats``: each tasklet's
+    counters in ``tasklet_stats`` (what the cost model of tasklet mode rows needs)."""
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
                            f"python -m pimrl.swiftrl.cprogram --write-header")
@@ -82,11 +83,14 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
                           bootstrap, tasklet_mode)
     if perfcounter is not None:
         defs["SWIFTRL_PERFCOUNTER"] = perfcounter
+    if tasklet_stats:
+        defs["SWIFTRL_TASKLET_STATS"] = 1
     name = (f"swiftrl-{algo}-{dtype}-{sampling}{'-owned' if bootstrap == 'owned' else ''}"
             f"{'-' + tasklet_mode if tasklet_mode != 'ring' else ''}"
             f"-s{n_states}-a{n_actions}-t{tasklets}"
             f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}"
-            f"{'-' + perfcounter.lower() if perfcounter else ''}-{_sources_key()}")
+            f"{'-' + perfcounter.lower() if perfcounter else ''}{'-ts' if tasklet_stats else ''}"
+            f"-{_sources_key()}")
     out = build_dir() / name
     if not out.exists():
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
@@ -179,22 +183,26 @@ class SwiftRlCProgram(DpuRtProgram):
                                              self.n_actions, self.tasklets, self.count_visits,
                                              policy_value=pv, tasklet_mode=self.tasklet_mode,
                                              wide_alpha=wide_alpha, wide_gamma=wide_gamma,
-                                             bootstrap=self.bootstrap)
+                                             bootstrap=self.bootstrap, next_action=next_action)
 
     def launch(self, alloc, slots) -> LaunchResult:
         result = super().launch(alloc, slots)
         so = self.symbols["stats"].offset
         slots = np.asarray(slots, dtype=np.int64)
         result.counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
-        if self.tasklet_mode == "rows":
-            # the model needs each tasklet's counters, which the C kernel does not keep:
-            # compare with the built-in kernel's cycles on the same data instead
+        tasklet_counters = None
+        if "tasklet_stats" in self.symbols:        # built with SWIFTRL_TASKLET_STATS
+            to = self.symbols["tasklet_stats"].offset
+            tasklet_counters = alloc.wram[slots, to:to + 8 * N_COUNTERS * self.tasklets].copy(
+                ).view(np.int64).reshape(len(slots), self.tasklets, N_COUNTERS)
+            result.tasklet_counters = tasklet_counters if self.tasklet_mode == "rows" else None
+        if self.tasklet_mode == "rows" and tasklet_counters is None:
+            # the model needs each tasklet's counters: build with tasklet_stats=True
             model = np.full(len(slots), np.nan)
         else:
             po = self.symbols["params"].offset
             params = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)
-            eg = (params[:, P_SARSA_DRAW] != 0) if (
-                self.bootstrap == "owned" and self.algo == "sarsa") else np.zeros(len(slots), bool)
+            eg = (params[:, P_SARSA_DRAW] != 0) if self.algo == "sarsa" else np.zeros(len(slots), bool)
             wide_a, wide_g = (kcost.wide_products(params) if self.dtype == "int32"
                               else (np.zeros(len(slots), bool),) * 2)
             model = np.zeros(len(slots))
@@ -203,7 +211,8 @@ class SwiftRlCProgram(DpuRtProgram):
                 model[mask] = kcost.kernel_cycles(
                     alloc.hw, result.counters[mask],
                     self.costs(alloc.hw, "epsilon-greedy" if key[0] else "logged", *key[1:]),
-                    self.tasklets, self.tasklet_mode)
+                    self.tasklets, self.tasklet_mode,
+                    None if tasklet_counters is None else tasklet_counters[mask])
         self.last_launch["model_cycles"] = model
         return result
 
@@ -211,11 +220,13 @@ class SwiftRlCProgram(DpuRtProgram):
 def swiftrl_program(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes=2048,
                     hardware=None, count_visits=True, workers=None,
                     bootstrap="table", tasklet_mode="ring",
-                    perfcounter: str | None = None) -> SwiftRlCProgram:
-    """Drop-in for ``RlProgram(...)``: the C kernel of that variant, built and loaded."""
+                    perfcounter: str | None = None,
+                    tasklet_stats: bool = False) -> SwiftRlCProgram:
+    """Drop-in for ``RlProgram(...)``: the C kernel of that variant, built and loaded
+    (``perfcounter``, ``tasklet_stats``: :func:`build_kernel`'s)."""
     path = build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes,
                         count_visits, bootstrap=bootstrap, tasklet_mode=tasklet_mode,
-                        perfcounter=perfcounter)
+                        perfcounter=perfcounter, tasklet_stats=tasklet_stats)
     return SwiftRlCProgram(path, n_states, n_actions, tasklets, algo, dtype, sampling,
                            block_bytes, hardware, count_visits, workers, bootstrap, tasklet_mode)
 

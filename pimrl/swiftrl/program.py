@@ -611,23 +611,23 @@ class RlProgram(DpuProgram):
 
     def costs(self, hw, next_action: str = "logged", wide_alpha: bool = False,
               wide_gamma: bool = False):
-        """Instruction costs; owned SARSA's depend on its target policy (``next_action``, a
-        launch parameter), INT32's on whether alpha and gamma take the 64-bit product
-        (:func:`pimrl.swiftrl.costs.wide_products`)."""
+        """Instruction costs; SARSA's depend on its next action (``next_action``, a launch
+        parameter: drawn b' or, owned, the target policy), INT32's on whether alpha and gamma
+        take the 64-bit product (:func:`pimrl.swiftrl.costs.wide_products`)."""
         pv = (("uniform" if next_action == "epsilon-greedy" else "weighted")
               if self.policy_weights else None)
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,
                                              self.n_actions, self.tasklets, self.count_visits,
                                              policy_value=pv, tasklet_mode=self.tasklet_mode,
                                              wide_alpha=wide_alpha, wide_gamma=wide_gamma,
-                                             bootstrap=self.bootstrap)
+                                             bootstrap=self.bootstrap, next_action=next_action)
 
     def cycles(self, hw, counters: np.ndarray, params: np.ndarray,
                tasklet_counters: np.ndarray | None = None) -> np.ndarray:
         """Modelled cycles of each DPU from its counters and parameters (each DPU priced with
         its own launch parameters: SARSA's target policy, INT32's products)."""
         cycles = np.zeros(len(counters))
-        eg = (params[:, P_SARSA_DRAW] != 0) if self.policy_weights else np.zeros(len(params), bool)
+        eg = (params[:, P_SARSA_DRAW] != 0) if self.algo == "sarsa" else np.zeros(len(params), bool)
         wide_a, wide_g = (kcost.wide_products(params) if self.dtype == "int32"
                           else (np.zeros(len(params), bool),) * 2)
         for key in set(zip(eg.tolist(), wide_a.tolist(), wide_g.tolist())):

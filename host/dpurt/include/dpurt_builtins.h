@@ -6,7 +6,8 @@
  * one byte of b, each byte chosen by its letters: l the low byte (bits 0-7), h the next one
  * (bits 8-15); s signed, u unsigned. On a DPU each is one instruction (mul_ul_ul rc, ra, rb
  * and its eleven siblings); here each is x86 code inside an inline-assembly block that
- * begins with "dpurt-insn 1", which the instrumentation charges as one DPU instruction. */
+ * begins with "dpurt-op mul8", which the instrumentation charges as one operation mul8 of
+ * the hardware's operation table (one instruction). */
 #ifndef PIMRL_DPURT_BUILTINS_H
 #define PIMRL_DPURT_BUILTINS_H
 
@@ -22,7 +23,7 @@
     static inline __attribute__((always_inline)) type __dpurt_##name(uint32_t a, uint32_t b) \
     {                                                                                     \
         uint32_t r, t;                                                                    \
-        __asm__ volatile("# dpurt-insn 1 " #name "\n\t" sel_a(0, 2) sel_b(1, 3) "imull %k1, %k0"   \
+        __asm__ volatile("# dpurt-op mul8 " #name "\n\t" sel_a(0, 2) sel_b(1, 3) "imull %k1, %k0"   \
                 : "=&r"(r), "=&r"(t) : "r"(a), "r"(b));                                   \
         return (type)r;                                                                   \
     }
