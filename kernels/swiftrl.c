@@ -23,11 +23,12 @@
  *   by a handshake token ring, so each update reads and writes the shared Q-table alone;
  * - unlocked: the same lanes, every tasklet at once on the shared table with no lock
  *   (SwiftRL's own scheme: updates of one entry can be lost or reordered on hardware);
- * - rows: the host groups the DPU's records by state (lane t holds the records whose state
- *   lies in [lane_bounds[T + 1 + t], lane_bounds[T + 2 + t]), the record range
+ * - rows: the host gives each state the DPU has records of to one tasklet (state_owner) and
+ *   groups the records by the tasklet that owns their state (lane t: the record range
  *   [lane_bounds[t], lane_bounds[t + 1])); every tasklet at once updates only its own rows,
- *   reading its own rows live and its siblings' from a snapshot the tasklets take at the start
- *   of every epoch, between two barriers: deterministic, whatever the interleaving.
+ *   reading its own rows (and the rows nobody writes) live and its siblings' from a snapshot
+ *   the tasklets take of their states at the start of every epoch, between two barriers:
+ *   deterministic, whatever the interleaving.
  * The same xorshift32 streams and the same saturating Q-format arithmetic everywhere, the
  * products by alpha and gamma made of the DPU's 8x8 multiplies (fx_mul_u16). Records are
  * streamed from the MRAM heap into a per-tasklet WRAM buffer with mram_read, refetched when
@@ -117,9 +118,14 @@ __host q_t v_table[N_STATES];
 __host q_t v_out[2 * N_ACTIONS + N_STATES];
 #endif
 #if ROWS
-/* The lanes: records [lane_bounds[t], lane_bounds[t + 1]) of the MRAM heap, states
- * [lane_bounds[NR_TASKLETS + 1 + t], lane_bounds[NR_TASKLETS + 2 + t]) (from the host). */
+/* The lanes (from the host): tasklet t's records [lane_bounds[t], lane_bounds[t + 1]) of the
+ * MRAM heap, the states it owns lane_states[lane_bounds[T + 1 + t] .. lane_bounds[T + 2 + t]),
+ * and each state's owner (NO_OWNER: no tasklet writes it in this launch; 254: several
+ * tasklets write its entries, so every tasklet reads it from the snapshot). */
+#define NO_OWNER 255
 __host int32_t lane_bounds[2 * (NR_TASKLETS + 1)];
+__host uint8_t state_owner[(N_STATES + 7) / 8 * 8];      /* whole 8-byte words */
+__host uint16_t lane_states[(N_STATES + 3) / 4 * 4];
 #if SNAP_ROWS
 q_t snapshot[N_STATES][N_ACTIONS];
 #else
@@ -290,7 +296,7 @@ static inline q_t policy_value(const q_t *row, int eg, const q_t *w, q_t cmean, 
 struct lane {
     uint32_t rng;
 #if ROWS
-    uint32_t lane_lo, lane_span;           /* its states: [lane_lo, lane_lo + lane_span) */
+    uint32_t me;                           /* the tasklet: the owner of its states */
 #endif
 #if SWIFTRL_DTYPE == SWIFTRL_INT32
     int32_t alpha, gamma;
@@ -332,8 +338,10 @@ static inline __attribute__((always_inline)) void update(struct lane *L,
     } else {
         q_t m;
 #if ROWS
-        /* rows: this tasklet's own states live, its siblings' from the snapshot */
-        const int own_row = s2 - L->lane_lo < L->lane_span;
+        /* rows: this tasklet's own states (and those nobody writes) live, its siblings'
+         * from the snapshot */
+        const uint32_t owner = state_owner[s2];
+        const int own_row = owner == L->me || owner == NO_OWNER;
 #endif
 #if SNAP_ROWS
         const q_t *row = own_row ? q_table[s2] : snapshot[s2];
@@ -437,12 +445,11 @@ int main(void)
     /* 32-bit record indices: a DPU's 64 MiB of MRAM holds at most 2^22 records */
 #if ROWS
     const uint32_t start = (uint32_t)lane_bounds[t], end = (uint32_t)lane_bounds[t + 1];
-    const uint32_t lane_lo = (uint32_t)lane_bounds[NR_TASKLETS + 1 + t];
-    const uint32_t lane_hi = (uint32_t)lane_bounds[NR_TASKLETS + 2 + t];
+    const uint32_t list_lo = (uint32_t)lane_bounds[NR_TASKLETS + 1 + t];
+    const uint32_t list_hi = (uint32_t)lane_bounds[NR_TASKLETS + 2 + t];
     const uint32_t size = end - start;
     const uint32_t longest = size;                 /* each lane runs to its own end */
-    L.lane_lo = lane_lo;
-    L.lane_span = lane_hi - lane_lo;
+    L.me = t;
 #else
     const uint32_t n_records = (uint32_t)params.n_records;
     const uint32_t base = n_records / NR_TASKLETS, extra = n_records % NR_TASKLETS;
@@ -512,7 +519,8 @@ int main(void)
         /* the epoch's snapshot of this tasklet's states, once every tasklet has finished
          * the previous epoch; then every update may read it */
         barrier_wait(&epoch_barrier);
-        for (uint32_t st = lane_lo; st < lane_hi; st++) {
+        for (uint32_t k = list_lo; k < list_hi; k++) {
+            const uint32_t st = lane_states[k];
 #if SNAP_ROWS
             for (int k = 0; k < N_ACTIONS; k++)
                 snapshot[st][k] = q_table[st][k];
@@ -523,7 +531,7 @@ int main(void)
             snapshot[st] = row_max(q_table[st]);
 #endif
         }
-        n_snap += lane_hi - lane_lo;
+        n_snap += list_hi - list_lo;
         n_lane_epochs++;
         barrier_wait(&epoch_barrier);
 #endif

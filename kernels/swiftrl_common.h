@@ -32,10 +32,14 @@
                                           N_ACTIONS, row k the logged policy's action
                                           frequencies at state own_lo + k (host -> DPU, before
                                           the first launch) */
-/* SWIFTRL_TASKLET_MODE rows only (docs/design.md, "Tasklet modes"): */
+/* SWIFTRL_TASKLET_MODE rows only (docs/design.md, "Tasklet modes"), host -> DPU: */
 #define SWIFTRL_SYM_LANES "lane_bounds" /* int32 x 2 (NR_TASKLETS + 1): lane t's records
-                                          [b[t], b[t + 1]) of the MRAM heap, then its states
-                                          [b[T + 1 + t], b[T + 2 + t]) (host -> DPU) */
+                                          [b[t], b[t + 1]) of the MRAM heap, then where its
+                                          states start in lane_states: [b[T + 1 + t],
+                                          b[T + 2 + t]) */
+#define SWIFTRL_SYM_OWNER "state_owner" /* uint8 x N_STATES: the tasklet that owns (writes)
+                                          each state, 255 for none */
+#define SWIFTRL_SYM_LANE_STATES "lane_states" /* uint16 x N_STATES: each lane's states */
 
 /* One transition, 16 bytes, little-endian: dataset files (docs/dataset-format.md), host
  * memory and MRAM alike. For INT32 kernels the host rewrites `reward` as a Q-format int32

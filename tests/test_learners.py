@@ -15,7 +15,7 @@ from pimrl.learners import fixedpoint
 from pimrl.learners.oracle import oracle_learn
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import OfflineLearner, learn_partition
-from pimrl.partition import even_bounds, lane_bounds, state_lanes
+from pimrl.partition import SPLIT, even_bounds, lane_bounds, state_lanes
 from pimrl.rng import below, lane_seed, lane_seeds, xorshift32
 
 # The twelve algo x dtype x sampling variants, from the registry.
@@ -65,21 +65,22 @@ def test_reference_equals_plain_python_oracle(algo, dtype, sampling, records_sma
 
 @pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
 def test_rows_mode_equals_plain_python_oracle(algo, dtype, sampling, records_small):
-    """Tasklet mode ``rows``: the lanes grouped by state, each epoch a snapshot, every lane
-    bootstrapping from its own rows live and its siblings' from the snapshot, against the
-    pure-Python re-statement; an empty lane (two cuts on one heavy state) included."""
+    """Tasklet mode ``rows``: the lanes grouped by the states they own, each epoch a snapshot,
+    every lane bootstrapping from its own rows live and its siblings' from the snapshot,
+    against the pure-Python re-statement; one heavy state included."""
     recs = records_small.copy()
     recs["state"][:400] = 3                       # one state holds a third of the records
     for next_action in (["logged", "epsilon-greedy"] if algo == "sarsa" else ["logged"]):
         p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=3, stride=3,
                           next_action=next_action, epsilon=0.3, seed=11, tasklet_mode="rows")
-        order, lanes, lane_states = state_lanes(recs["state"], [0, len(recs)], 5, n_states=11)
+        order, lanes, owner, state_list, list_bounds = state_lanes(
+            recs["state"], [0, len(recs)], 5, 11, recs["action"], 4)
         ordered = recs[order]
-        assert any(lo == hi for lo, hi in lanes[0]), "the heavy state leaves a lane empty"
+        assert owner[0, 3] == SPLIT, "the heavy state is split over lanes by action"
         res = learn_partition(ordered, 11, 4, p, lanes[0], lane_ids=np.arange(20, 25),
-                              lane_states=lane_states[0])
+                              owners=(owner[0], state_list[0], list_bounds[0]))
         q, sat = oracle_learn(ordered, 11, 4, p, [tuple(map(int, x)) for x in lanes[0]],
-                              range(20, 25), lane_states=[tuple(map(int, x)) for x in lane_states[0]])
+                              range(20, 25), owner=owner[0])
         assert np.array_equal(res.q_raw, q), next_action
         assert res.saturations == sat
         ring = learn_partition(ordered, 11, 4, dataclasses.replace(p, tasklet_mode="ring"),

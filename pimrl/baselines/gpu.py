@@ -48,7 +48,7 @@ from pimrl.learners.variants import (
     P_SARSA_DRAW, P_STRIDE, P_TASKLET_MODE, SAMPLING, TASKLET_MODE,
 )
 from pimrl.learners.reference import check_records, columns
-from pimrl.partition import even_bounds, lane_bounds, state_lanes
+from pimrl.partition import NO_OWNER, even_bounds, lane_bounds, state_lanes
 from pimrl import rng as streams
 from pimrl.rng import lane_seeds
 
@@ -181,17 +181,20 @@ def _build():
 
     @cuda.jit(device=True)
     def learn_record(state, action, reward_f, reward_x, next_state, next_action, terminated,
-                     q_f, q_x, snap_f, snap_x, p, j, t, st, lane_lo, lane_hi, rows, snap_rows,
+                     q_f, q_x, snap_f, snap_x, p, j, t, st, owner, rows, snap_rows,
                      algo, is_int, draw, eps, frac, alpha_x, gamma_x, alpha_f, gamma_f,
                      n_actions):
         """One update of record j by lane t of partition p (docs/design.md); under tasklet
-        mode rows (``rows``) s' outside [lane_lo, lane_hi) bootstraps from the snapshot:
-        its row (``snap_rows``) or its value. Returns the saturations."""
+        mode rows (``rows``) a state another lane owns bootstraps from the snapshot: its row
+        (``snap_rows``) or its value. Returns the saturations."""
         s = state[j]
         a = action[j]
         s2 = next_state[j]
         term = terminated[j] != 0
-        own = not rows or (s2 >= lane_lo and s2 < lane_hi)
+        own = True
+        if rows:
+            o = owner[p, s2]
+            own = o == t or o == NO_OWNER
         nsat = 0
         if is_int:
             if term:
@@ -249,8 +252,8 @@ def _build():
 
     @cuda.jit
     def kernel(state, action, reward_f, reward_x, next_state, next_action, terminated,
-               lanes, lane_states, rng, q_f, q_x, snap_f, snap_x, snap_rows, iparams, fparams,
-               n_actions, sat_out):
+               lanes, owner, state_list, list_bounds, rng, q_f, q_x, snap_f, snap_x, snap_rows,
+               iparams, fparams, n_actions, sat_out):
         p = cuda.grid(1)
         if p >= lanes.shape[0]:
             return
@@ -286,7 +289,8 @@ def _build():
                 # Tasklet mode rows: the epoch's snapshot of every lane's states, then each
                 # lane to its end (the lanes write disjoint rows: any order is the same).
                 for t in range(n_lanes):
-                    for s_ in range(lane_states[p, t, 0], lane_states[p, t, 1]):
+                    for k_ in range(list_bounds[p, t], list_bounds[p, t + 1]):
+                        s_ = state_list[p, k_]
                         if snap_rows:
                             for k in range(n_actions):
                                 if is_int:
@@ -305,8 +309,7 @@ def _build():
                                                               cursor[t], offset[t], st, t)
                         nsat += learn_record(state, action, reward_f, reward_x, next_state,
                                              next_action, terminated, q_f, q_x, snap_f, snap_x,
-                                             p, j, t, st, lane_states[p, t, 0],
-                                             lane_states[p, t, 1], True, snap_rows, algo,
+                                             p, j, t, st, owner, True, snap_rows, algo,
                                              is_int, draw, eps, frac, alpha_x, gamma_x, alpha_f,
                                              gamma_f, n_actions)
                 continue
@@ -320,7 +323,7 @@ def _build():
                                                           cursor[t], offset[t], st, t)
                     nsat += learn_record(state, action, reward_f, reward_x, next_state,
                                          next_action, terminated, q_f, q_x, snap_f, snap_x, p,
-                                         j, t, st, 0, 0, False, False, algo, is_int, draw, eps,
+                                         j, t, st, owner, False, False, algo, is_int, draw, eps,
                                          frac, alpha_x, gamma_x, alpha_f, gamma_f, n_actions)
         for t in range(n_lanes):
             rng[p, t] = st[t]
@@ -391,7 +394,7 @@ class GpuResult:
 _WARM = set()
 
 
-def _launch(cols, part_lanes, lane_states, seeds, params, n_states, n_actions, tpb, timed,
+def _launch(cols, part_lanes, owners, seeds, params, n_states, n_actions, tpb, timed,
             keep_tables):
     from numba import cuda
 
@@ -412,7 +415,7 @@ def _launch(cols, part_lanes, lane_states, seeds, params, n_states, n_actions, t
         ev[0].record()
     d_cols = [cuda.to_device(c) for c in cols]
     d_lanes = cuda.to_device(part_lanes)
-    d_lane_states = cuda.to_device(lane_states)
+    d_owners = [cuda.to_device(a) for a in owners]
     d_rng = cuda.to_device(seeds)
     # Tables start at zero: allocated and zeroed on the device, not copied from the host.
     d_qf = cuda.device_array((1, 1, 1) if is_int else shape, np.float32)
@@ -433,7 +436,7 @@ def _launch(cols, part_lanes, lane_states, seeds, params, n_states, n_actions, t
     if timed:
         ev[1].record()
     blocks = (P + tpb - 1) // tpb
-    kernel[blocks, tpb](*d_cols, d_lanes, d_lane_states, d_rng, d_qf, d_qx, d_snap_f, d_snap_x,
+    kernel[blocks, tpb](*d_cols, d_lanes, *d_owners, d_rng, d_qf, d_qx, d_snap_f, d_snap_x,
                         bool(params.variant.snapshot_rows), d_ip, d_fp, np.int64(n_actions), d_sat)
     if timed:
         ev[2].record()
@@ -481,26 +484,28 @@ def gpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
     bounds = even_bounds(len(records), partitions)
     if params.variant.rows and lanes > 1:
         # tasklet mode rows: each partition's records grouped by the lane that owns their state
-        order, part_lanes, lane_states = state_lanes(records["state"], bounds, lanes,
-                                                     n_states=n_states)
+        order, part_lanes, *owners = state_lanes(records["state"], bounds, lanes, n_states,
+                                                 records["action"], n_actions)
         records = records[order]
     else:
         part_lanes = lane_bounds(bounds, lanes)
-        lane_states = np.zeros_like(part_lanes)
+        owners = (np.zeros((1, 1), np.uint8), np.zeros((1, 1), np.uint16),
+                  np.zeros((1, 1), np.int64))
     cols = columns(records, params)
     part_lanes = np.ascontiguousarray(part_lanes)
-    lane_states = np.ascontiguousarray(lane_states)
+    owners = [np.ascontiguousarray(a) for a in owners]
     seeds = lane_seeds(params.seed, np.arange(partitions * lanes)).reshape(partitions, lanes)
     if measurable and params.dtype not in _WARM:
         tiny = LearnerParams(**{**params.as_dict(), "epochs": 1})
         _launch(columns(records[:2], tiny), np.array([[[0, 1]]], np.int64),
-                np.zeros((1, 1, 2), np.int64), seeds[:1, :1].copy(), tiny, n_states, n_actions,
+                (np.zeros((1, 1), np.uint8), np.zeros((1, 1), np.uint16),
+                 np.zeros((1, 1), np.int64)), seeds[:1, :1].copy(), tiny, n_states, n_actions,
                 threads_per_block, False, False)
         _WARM.add(params.dtype)
     parts = []
     for r in range(repeats if measurable else 1):
         total, q_raw, rng, sat, (h2d, kern, avg, d2h) = _launch(
-            cols, part_lanes, lane_states, seeds.copy(), params, n_states, n_actions,
+            cols, part_lanes, owners, seeds.copy(), params, n_states, n_actions,
             threads_per_block, measurable, keep_tables and r == 0)
         t0 = time.perf_counter()
         q = total / partitions           # numpy's mean: the sum, then one division

@@ -29,6 +29,7 @@ from pimrl.learners.variants import (
     P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_STRIDE, Variant,
 )
 from pimrl.parallel import run_ranges
+from pimrl.partition import NO_OWNER
 from pimrl.rng import below, xorshift32
 
 SEQ, STR, RAN = 0, 1, 2
@@ -392,17 +393,17 @@ def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac
 # the epoch's snapshot --------------------------------------------------------------------
 
 @njit(cache=True, inline="always")
-def rows_value(q, snap_v, snap_q, s2, b, lane_lo, lane_hi, fresh_lo, fresh_hi, v, is_q, draw,
-               owned, snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, frac, x, nsat):
+def rows_value(q, snap_v, snap_q, s2, b, own_row, fresh_lo, fresh_hi, v, is_q, draw, owned,
+               snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, frac, x, nsat):
     """The bootstrap value of a non-terminal update under ``rows`` (flags compile-time
     constants): state ownership's broadcast ``v`` for the states the DPU does not alone hold
-    (``owned``); the tasklet's own live row for ``s'`` in its range [lane_lo, lane_hi);
-    else the snapshot: the value ``snap_v[s']`` or, for table-bootstrap SARSA
+    (``owned``); the live row for a state the tasklet owns or no tasklet writes
+    (``own_row``); else the snapshot: the value ``snap_v[s']`` or, for table-bootstrap SARSA
     (``snap_rows``), the row ``snap_q[s']``. (value, rng state, entries scanned, draws,
     snapshot reads, ``nsat`` plus its saturations)."""
     if owned and (s2 < fresh_lo or s2 >= fresh_hi):
         return v[s2], x, 0, 0, 0, nsat
-    if s2 >= lane_lo and s2 < lane_hi:
+    if own_row:
         if owned and is_q:
             return row_value(q, s2), x, q.shape[1], 0, 0, nsat
         if owned and is_int:
@@ -434,14 +435,15 @@ def snapshot_value(q, st, is_q, owned, is_int, eg, w, w_lo, cmean, cmax, frac, n
 
 
 @njit(cache=True, inline="always")
-def take_snapshot(q, snap_v, snap_q, lo, hi, snap_rows, is_q, owned, is_int, eg, w, w_lo, cmean,
-                  cmax, frac, nsat):
-    """A tasklet's share of the epoch's snapshot: its states [lo, hi), their values or (with
-    ``snap_rows``) their rows: ``nsat`` plus its saturations."""
-    for st in range(lo, hi):
+def take_snapshot(q, snap_v, snap_q, states, k_lo, k_hi, snap_rows, is_q, owned, is_int, eg, w,
+                  w_lo, cmean, cmax, frac, nsat):
+    """A tasklet's share of the epoch's snapshot: the states ``states[k_lo:k_hi]`` it owns,
+    their values or (with ``snap_rows``) their rows: ``nsat`` plus its saturations."""
+    for k in range(k_lo, k_hi):
+        st = np.int64(states[k])
         if snap_rows:
-            for k in range(q.shape[1]):
-                snap_q[st, k] = q[st, k]
+            for c in range(q.shape[1]):
+                snap_q[st, c] = q[st, c]
         else:
             snap_v[st], nsat = snapshot_value(q, st, is_q, owned, is_int, eg, w, w_lo, cmean, cmax,
                                               frac, nsat)
@@ -449,7 +451,15 @@ def take_snapshot(q, snap_v, snap_q, lo, hi, snap_rows, is_q, owned, is_int, eg,
 
 
 @njit(cache=True, inline="always")
-def update_rows(q, snap_v, snap_q, s, a, r, s2, b, term, lane_lo, lane_hi, fresh_lo, fresh_hi, v,
+def owns_row(owner, s2, t):
+    """Under ``rows``: whether a tasklet ``t`` reads state ``s2`` live (it owns it, or no
+    tasklet writes it) rather than from the snapshot."""
+    o = owner[s2]
+    return o == t or o == NO_OWNER
+
+
+@njit(cache=True, inline="always")
+def update_rows(q, snap_v, snap_q, s, a, r, s2, b, term, own_row, fresh_lo, fresh_hi, v,
                 is_q, draw, owned, snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, alpha, gamma,
                 frac, x, nsat):
     """One update under ``rows`` (FP32 or Q format by ``is_int``), bootstrapping through
@@ -460,20 +470,20 @@ def update_rows(q, snap_v, snap_q, s, a, r, s2, b, term, lane_lo, lane_hi, fresh
         if term:
             target = r
         else:
-            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, lane_lo, lane_hi,
-                                                fresh_lo, fresh_hi, v, is_q, draw, owned,
-                                                snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps,
-                                                frac, x, nsat)
+            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, own_row, fresh_lo,
+                                                fresh_hi, v, is_q, draw, owned, snap_rows,
+                                                is_int, eg, w, w_lo, cmean, cmax, eps, frac, x,
+                                                nsat)
             target, nsat = target_i32(r, gamma, m, frac, nsat)
         nsat = step_i32(q, s, a, target, alpha, frac, nsat)
     else:
         if term:
             target = r
         else:
-            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, lane_lo, lane_hi,
-                                                fresh_lo, fresh_hi, v, is_q, draw, owned,
-                                                snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps,
-                                                frac, x, nsat)
+            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, own_row, fresh_lo,
+                                                fresh_hi, v, is_q, draw, owned, snap_rows,
+                                                is_int, eg, w, w_lo, cmean, cmax, eps, frac, x,
+                                                nsat)
             target = np.float32(r + np.float32(gamma * m))
         step_f32(q, s, a, target, alpha)
     return x, sc, dr, sr, nsat
@@ -744,7 +754,8 @@ def _build(variant: Variant):
     DRAWS = variant.draws_next_action
 
     @njit(nogil=True, cache=True)
-    def rows(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lane_states, lo, hi):
+    def rows(words, rewards, lanes, rng, q, scalars, sat, v, own, w, owner, state_list,
+             list_bounds, lo, hi):
         """Partitions ``lo`` to ``hi - 1`` in tasklet mode ``rows`` (docs/design.md): each
         epoch, every lane's share of the snapshot, then every lane's updates. The lanes are
         independent within an epoch, so running them one after the other gives what
@@ -763,25 +774,25 @@ def _build(variant: Variant):
             qp = q[p]
             # ``w`` is the whole (S, A) table of policy weights here (row s for state s)
             fresh_lo, fresh_hi = own[p, 0], own[p, 1]
+            owners = owner[p]
             nsat = 0
             for _ in range(scalars[P_EPOCHS]):
                 for t in range(n_lanes):
-                    nsat = take_snapshot(qp, snap_v, snap_q, lane_states[p, t, 0],
-                                         lane_states[p, t, 1], SNAP_ROWS, IS_Q, OWNED, IS_INT,
+                    nsat = take_snapshot(qp, snap_v, snap_q, state_list[p], list_bounds[p, t],
+                                         list_bounds[p, t + 1], SNAP_ROWS, IS_Q, OWNED, IS_INT,
                                          DRAW, w, 0, cmean, cmax, frac, nsat)
                 for t in range(n_lanes):
                     start, end = lanes[p, t, 0], lanes[p, t, 1]
-                    lane_lo, lane_hi = lane_states[p, t, 0], lane_states[p, t, 1]
                     x = rng[p, t]
                     cur, off = start, 0
                     for _ in range(end - start):
                         j, cur, off, x = next_index(SAMPLING, stride, start, end, cur, off, x)
                         s_, a_, r_, s2, b_, term = fields_at(words, rewards, np.uint64(j) << np.uint64(2))
                         x, _, _, _, nsat = update_rows(qp, snap_v, snap_q, s_, a_, r_, s2, b_, term,
-                                                       lane_lo, lane_hi, fresh_lo, fresh_hi, v,
-                                                       IS_Q, DRAWS, OWNED, SNAP_ROWS, IS_INT, DRAW,
-                                                       w, 0, cmean, cmax, eps, alpha, gamma,
-                                                       frac, x, nsat)
+                                                       owns_row(owners, s2, t), fresh_lo,
+                                                       fresh_hi, v, IS_Q, DRAWS, OWNED,
+                                                       SNAP_ROWS, IS_INT, DRAW, w, 0, cmean, cmax,
+                                                       eps, alpha, gamma, frac, x, nsat)
                     rng[p, t] = x
             sat[p] += nsat
 
@@ -801,7 +812,7 @@ class CompiledVariant:
 
     def partitions(self, words, rewards, lanes, rng, q, scalars, sat,
                    threads: int | None = None, v=None, own=None, w=None,
-                   lane_states=None) -> None:
+                   owners=None) -> None:
         """Learn every partition: ``lanes`` (P, T, 2) record ranges, ``rng`` (P, T) lane
         streams (advanced in place), ``q`` (P, S, A) tables of the variant's dtype (float32,
         or Q-format int32), ``sat`` (P,) saturation counts (added to). The records are
@@ -837,17 +848,17 @@ class CompiledVariant:
             raise ValueError(f"{self.variant.key} reads the rewards from the words: pass "
                              f"record_words' (words, words)")
         if self.variant.rows and lanes.shape[1] > 1:
-            if lane_states is None or np.shape(lane_states) != lanes.shape:
-                raise ValueError(f"{self.variant.key} needs each lane's state range, "
-                                 f"lane_states {lanes.shape}")
+            if owners is None or len(owners) != 3:
+                raise ValueError(f"{self.variant.key} needs the lanes' states: owners = "
+                                 f"state_lanes(...)[2:]")
             if not self.variant.owned:
                 # no broadcast values: every state is the DPU's own
                 own = np.zeros((lanes.shape[0], 2), np.int64)
                 own[:, 1] = q.shape[1]
-            lane_states = np.ascontiguousarray(lane_states, dtype=np.int64)
+            owner, state_list, list_bounds = (np.ascontiguousarray(a) for a in owners)
             run_ranges(lambda lo, hi: self.rows(words, rewards, lanes, rng, q, scalars, sat, v,
-                                                own, w, lane_states, lo, hi),
-                       lanes.shape[0], threads)
+                                                own, w, owner, state_list, list_bounds, lo,
+                                                hi), lanes.shape[0], threads)
             return
         loop = self.one_lane if lanes.shape[1] == 1 else self.round_robin
         run_ranges(lambda lo, hi: loop(words, rewards, lanes, rng, q, scalars, sat, v, own, w, lo,

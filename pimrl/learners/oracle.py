@@ -44,9 +44,10 @@ def lane_orders(lanes, sampling, stride, lane):
     raise AssertionError("RAN draws lazily")
 
 
-def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids, lane_states=None):
+def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids, owner=None):
     """Return (Q as float32/int32 array, saturation count) for one partition. Tasklet mode
-    ``rows`` takes each lane's state range (``lane_states``); its records are the lanes'."""
+    ``rows`` takes each state's owning lane (``owner``; 255: no lane writes it, 254: several
+    do); a lane reads live only the states it owns or no lane writes."""
     F = params.frac_bits
     fx = lambda v: int(np.rint(np.float64(v) * (1 << F)))
     is_int = params.dtype == "int32"
@@ -80,7 +81,7 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids, lane_sta
         else:
             # rows: a tasklet reads its own states' rows live, its siblings' as they were
             # when the epoch began
-            own = not rows or lane_states[t][0] <= s2 < lane_states[t][1]
+            own = not rows or owner[s2] in (t, 255)
             row = q[s2] if own else snap[s2]
             if params.algo == "q":
                 m = row[argmax(row)]

@@ -106,14 +106,15 @@ class PartitionResult:
 
 def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
                     lane_ids=None, q_init=None, rng=None, words=None, v=None,
-                    own=None, lane_states=None) -> PartitionResult:
+                    own=None, owners=None) -> PartitionResult:
     """Learn one partition. ``lanes``: (T, 2) record ranges, one per tasklet.
 
     ``lane_ids`` (global lane numbers) seed the lanes' streams unless ``rng`` (their current
     states) is given; ``q_init`` (raw dtype) continues from an earlier table. State-owned
     variants take ``v`` (raw broadcast values) and ``own`` (the owned range lo, hi). Tasklet
-    mode ``rows`` takes ``lane_states`` (T, 2), the lanes' state ranges
-    (:func:`pimrl.partition.state_lanes` gives both and the records' order).
+    mode ``rows`` takes ``owners``, the partition's (owner (S,), state_list (S,), list_bounds
+    (T + 1,)) of :func:`pimrl.partition.state_lanes` (which also gives the lanes and the
+    records' order).
     """
     lanes = np.ascontiguousarray(lanes, dtype=np.int64).reshape(-1, 2)
     if rng is None:
@@ -128,7 +129,7 @@ def learn_partition(records, n_states, n_actions, params: LearnerParams, lanes,
     compiled(params.variant).partitions(
         *words, lanes[None], rng, q, params.kernel_scalars(), sat, v=v,
         own=None if own is None else np.reshape(own, (1, 2)),
-        lane_states=None if lane_states is None else np.reshape(lane_states, (1, -1, 2)))
+        owners=None if owners is None else tuple(np.asarray(a)[None] for a in owners))
     return PartitionResult(q[0], rng[0], int(sat[0]))
 
 

@@ -264,10 +264,10 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     p = replace(params, bootstrap="owned")
     plan = plan_owners(records, n_states, n_actions, n_dpus)
     ordered = records[plan.order]
-    lanes, lane_states = lane_bounds(plan.bounds, tasklets), None
+    lanes, owners = lane_bounds(plan.bounds, tasklets), None
     if p.tasklet_mode == "rows":
-        order, lanes, lane_states = state_lanes(ordered["state"], plan.bounds, tasklets,
-                                                plan.own)
+        order, lanes, *owners = state_lanes(ordered["state"], plan.bounds, tasklets, n_states,
+                                            ordered["action"], n_actions)
         ordered = ordered[order]
     cols = record_words(ordered, p)
     rng = lane_seeds(p.seed, np.arange(n_dpus * tasklets)).reshape(n_dpus, tasklets)
@@ -289,7 +289,7 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
         sc = scalars.copy()
         sc[P_EPOCHS] = epochs
         loop.partitions(*cols, lanes, rng, q, sc, sat, v=v, own=plan.fresh, w=w_raw,
-                        lane_states=lane_states)
+                        owners=owners)
         if r < rounds - 1:
             d = np.arange(n_dpus)
             edges = np.stack([q[d, plan.own[:, 0]], q[d, plan.own[:, 1] - 1]], axis=1)
@@ -329,8 +329,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     ordered = records[plan.order]
     lane_words = None
     if p.tasklet_mode == "rows":        # each DPU's states split over its tasklets
-        ordered, lane_words, _, _ = rows_layout(ordered, plan.bounds, trainer.tasklets,
-                                                n_states, plan.own)
+        ordered, lane_words = rows_layout(ordered, plan.bounds, trainer.tasklets, n_states,
+                                          n_actions)
     matrix = dpu_record_matrix(ordered, plan.bounds)
     if p.dtype == "int32":
         matrix = fixedpoint.records_with_fixed_rewards(matrix, p.frac_bits)
@@ -370,7 +370,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         with dpus.phase("cpu_dpu"):
             dpus.push_rows("rng_state", lane_seeds(p.seed, lanes).reshape(n, -1).view(np.uint8))
             if lane_words is not None:
-                dpus.push_rows("lane_bounds", lane_words.view(np.uint8).reshape(n, -1))
+                for symbol, words in lane_words.items():
+                    dpus.push_rows(symbol, words.view(np.uint8).reshape(n, -1))
         v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros
         counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
         tasklet_counters = None

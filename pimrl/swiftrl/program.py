@@ -31,7 +31,8 @@ from numba import njit
 
 from pimrl.learners.kernels import (
     RAN, SEQ, STR, as_table, f32_scalar, fields_at, learning_rates_f32, learning_rates_i32,
-    next_index, outside_table, policy_value_f32, policy_value_i32, row_max, take_snapshot,
+    next_index, outside_table, owns_row, policy_value_f32, policy_value_i32, row_max,
+    take_snapshot,
     update_f32, update_f32_owned, update_i32, update_i32_owned, update_rows,
 )
 from pimrl.learners.variants import (
@@ -40,6 +41,7 @@ from pimrl.learners.variants import (
     P_SARSA_DRAW, P_STRIDE, P_TASKLET_MODE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
+from pimrl.partition import NO_OWNER, SPLIT
 from pimrl.rng import below, xorshift32
 from pimrl.swiftrl import costs as kcost
 from pimrl.swiftrl.costs import C
@@ -97,7 +99,8 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
                heap_off, off_params, off_rng, off_stats, off_q, off_visits, off_buf, off_v,
-               off_vout, off_w, off_lanes, off_snap, copied, skipped, tcount):
+               off_vout, off_w, off_lanes, off_owner, off_list, off_snap, copied, skipped,
+               tcount):
         """Every DPU of ``slots``, each its updates in the order of docs/design.md on its own
         memories (callers run disjoint slices of the DPUs on several threads). ``copied[0]``
         is set when a DPU copied records into its WRAM buffers; the fast kernel sets
@@ -141,10 +144,13 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             edges = row[off_vout:off_vout + 8 * n_actions].view(RAW)
             vout = row[off_vout + 8 * n_actions:off_vout + 8 * n_actions + 4 * n_states].view(RAW)
             wt = as_table(row[off_w:off_w + 4 * nq].view(RAW), n_states, n_actions)
-            # rows: each lane's records [rec_b[t], rec_b[t + 1]) and states
-            # [st_b[t], st_b[t + 1]) (WRAM symbol lane_bounds), and the epoch's snapshot
+            # rows: each lane's records [rec_b[t], rec_b[t + 1]) and the states it owns,
+            # lane_states[list_b[t]:list_b[t + 1]] (WRAM symbols lane_bounds, lane_states),
+            # each state's owner (state_owner), and the epoch's snapshot
             lane_b = row[off_lanes:off_lanes + 8 * (tasklets + 1)].view(np.int32)
-            rec_b, st_b = lane_b[:tasklets + 1], lane_b[tasklets + 1:]
+            rec_b, list_b = lane_b[:tasklets + 1], lane_b[tasklets + 1:]
+            owner = row[off_owner:off_owner + n_states]
+            slist = row[off_list:off_list + 2 * n_states].view(np.uint16)
             snap_v = row[off_snap:off_snap + 4 * n_states].view(RAW)
             snap_q = as_table(row[off_snap:off_snap + 4 * (nq if SNAP_ROWS else n_states)].view(RAW),
                               n_states if SNAP_ROWS else 1, n_actions if SNAP_ROWS else n_states)
@@ -199,7 +205,7 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                         s, a, _, s2, b, term = fields_at(pool_i32, pool_r,
                                                          np.uint64(rec_base + 4 * rec))
                         if outside_table(s, a, s2, b, term, ns_u, na_u, CHECK_B) or (
-                                ROWS and (s < st_b[t] or s >= st_b[t + 1])):
+                                ROWS and owner[s] != t and owner[s] != SPLIT):
                             checked = False
                             break
                         terminal_records += term
@@ -229,14 +235,13 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                         tcount[k, t, c] = 0
                 for _ in range(params[P_EPOCHS]):
                     for t in range(tasklets):
-                        n_sat = take_snapshot(q, snap_v, snap_q, st_b[t], st_b[t + 1], SNAP_ROWS,
-                                              IS_Q, OWNED, IS_INT, EG, wt, own_lo, cmean, cmax,
-                                              frac, n_sat)
-                        tcount[k, t, C_SNAP] += st_b[t + 1] - st_b[t]
+                        n_sat = take_snapshot(q, snap_v, snap_q, slist, list_b[t], list_b[t + 1],
+                                              SNAP_ROWS, IS_Q, OWNED, IS_INT, EG, wt, own_lo,
+                                              cmean, cmax, frac, n_sat)
+                        tcount[k, t, C_SNAP] += list_b[t + 1] - list_b[t]
                         tcount[k, t, C_LANE_EPOCHS] += 1
                     for t in range(tasklets):
                         start, end = np.int64(rec_b[t]), np.int64(rec_b[t + 1])
-                        lane_lo, lane_hi = st_b[t], st_b[t + 1]
                         x = rng[t] if USES_RNG else np.uint32(0)
                         cur, off = start, np.int64(0)
                         blk_lo = blk_hi = np.int64(-1)
@@ -269,12 +274,12 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                                     fault = FAULT_RECORD * 256 + 1 + t
                                     stats[C_STEPS] = j
                                     break
-                                if s < lane_lo or s >= lane_hi:
+                                if owner[s] != t and owner[s] != SPLIT:
                                     fault = FAULT_LANE * 256 + 1 + t
                                     stats[C_STEPS] = j
                                     break
                             x, sc, dr, sr, n_sat = update_rows(
-                                q, snap_v, snap_q, s, a, r, s2, b, term, lane_lo, lane_hi,
+                                q, snap_v, snap_q, s, a, r, s2, b, term, owns_row(owner, s2, t),
                                 fresh_lo, fresh_hi, vv, IS_Q, DRAW, OWNED, SNAP_ROWS, IS_INT, EG,
                                 wt, own_lo, cmean, cmax, eps, alpha, gamma, frac, x, n_sat)
                             if VISITS:
@@ -512,8 +517,10 @@ def wram_layout(n_states: int, n_actions: int, tasklets: int, variant: Variant,
         layout.append(("visits", 4 * nq))
     if variant.owned:      # state-owned learning's exchange buffers
         layout += [("v_table", 4 * n_states), ("v_out", 4 * (2 * n_actions + n_states))]
-    if variant.rows:       # the lanes (from the host) and the epoch's snapshot
-        layout += [("lane_bounds", 8 * (tasklets + 1)),
+    if variant.rows:       # the lanes and their states (from the host), the epoch's snapshot
+        # (whole 8-byte words: a host transfer moves multiples of 4 bytes)
+        layout += [("lane_bounds", 8 * (tasklets + 1)), ("state_owner", _align8(n_states)),
+                   ("lane_states", _align8(2 * n_states)),
                    ("snapshot", 4 * (nq if variant.snapshot_rows else n_states))]
     return layout
 
@@ -638,10 +645,12 @@ class RlProgram(DpuProgram):
                 None if tasklet_counters is None else tasklet_counters[mask])
         return cycles
 
-    def check_params(self, params: np.ndarray, lane_bounds: np.ndarray | None = None) -> dict:
+    def check_params(self, params: np.ndarray, lane_bounds: np.ndarray | None = None,
+                     lanes=None) -> dict:
         """{row: reason} for the DPUs whose ``params`` (and, in tasklet mode rows,
-        ``lane_bounds``) would make the kernel misbehave (the kernel trusts them, as a DPU
-        program trusts its host); empty when all are fine."""
+        ``lane_bounds`` and ``lanes``, their ``state_owner`` and ``lane_states``) would make
+        the kernel misbehave (the kernel trusts them, as a DPU program trusts its host); empty
+        when all are fine."""
         heap_records = self.symbols[DPU_MRAM_HEAP_POINTER_NAME].size // RECORD_BYTES
         codes = self.variant.codes()
         checks = (
@@ -663,14 +672,18 @@ class RlProgram(DpuProgram):
                         | (params[:, P_OWN_HI] > self.n_states),
                         f"params.own_lo, own_hi not a range of [0, {self.n_states}]"),)
         if self.variant.rows and lane_bounds is not None:
-            t = self.tasklets
-            rec, st = lane_bounds[:, :t + 1].astype(np.int64), lane_bounds[:, t + 1:].astype(np.int64)
+            t, n_s = self.tasklets, self.n_states
+            rec, lst = lane_bounds[:, :t + 1].astype(np.int64), lane_bounds[:, t + 1:].astype(np.int64)
+            owner, states = lanes[0][:, :n_s], lanes[1][:, :n_s]
+            used = np.arange(n_s)[None, :] < lst[:, -1:]
             checks += (((rec[:, 0] != 0) | (np.diff(rec, axis=1) < 0).any(axis=1)
                         | (rec[:, -1] != params[:, P_N_RECORDS]),
                         "lane_bounds' record ranges do not split [0, params.n_records)"),
-                       (((np.diff(st, axis=1) < 0).any(axis=1) | (st[:, 0] < 0)
-                         | (st[:, -1] > self.n_states)),
-                        f"lane_bounds' state ranges are not ranges of [0, {self.n_states}]"))
+                       ((lst[:, 0] != 0) | (np.diff(lst, axis=1) < 0).any(axis=1)
+                        | (lst[:, -1] > n_s) | ((states >= n_s) & used).any(axis=1),
+                        f"lane_bounds' state lists are not lists of states of [0, {n_s})"),
+                       (((owner >= t) & (owner != NO_OWNER) & (owner != SPLIT)).any(axis=1),
+                        f"state_owner names a tasklet outside [0, {t})"))
         out = {}
         for bad, why in checks:
             for i in np.flatnonzero(bad):                   # only the DPUs at fault
@@ -682,11 +695,14 @@ class RlProgram(DpuProgram):
         sym = self.symbols
         po = sym["params"].offset
         params = alloc.wram[slots, po:po + 8 * PARAMS_WORDS].copy().view(np.int64)
-        lane_bounds = None
+        lane_bounds = lanes = None
         if self.variant.rows:
-            lo = sym["lane_bounds"].offset
-            lane_bounds = alloc.wram[slots, lo:lo + sym["lane_bounds"].size].copy().view(np.int32)
-        problems = self.check_params(params, lane_bounds)
+            def read(name, dtype):
+                lo = sym[name].offset
+                return alloc.wram[slots, lo:lo + sym[name].size].copy().view(dtype)
+            lane_bounds = read("lane_bounds", np.int32)
+            lanes = (read("state_owner", np.uint8), read("lane_states", np.uint16))
+        problems = self.check_params(params, lane_bounds, lanes)
         ok = np.ones(len(slots), dtype=bool)
         ok[list(problems)] = False
         faults = [(int(slots[i]), 0, f"bad parameters: {why}") for i, why in problems.items()]
@@ -720,6 +736,8 @@ class RlProgram(DpuProgram):
                     sym["v_table"].offset if owned else 0, sym["v_out"].offset if owned else 0,
                     sym["policy_weights"].offset if self.policy_weights else 0,
                     sym["lane_bounds"].offset if rows else 0,
+                    sym["state_owner"].offset if rows else 0,
+                    sym["lane_states"].offset if rows else 0,
                     sym["snapshot"].offset if rows else 0, copied, skipped[lo:hi],
                     gcount[lo:hi]), len(group))
                 done = skipped == 0
@@ -738,8 +756,8 @@ class RlProgram(DpuProgram):
                        "addresses 8-byte aligned)" if reason == FAULT_DMA else
                        f"record {int(c[C_STEPS])} of this DPU holds a state or action outside "
                        f"the {self.n_states} x {self.n_actions} table" if reason == FAULT_RECORD
-                       else f"record {int(c[C_STEPS])} of this DPU holds a state outside its "
-                       f"tasklet's states (lane_bounds)")
+                       else f"record {int(c[C_STEPS])} of this DPU holds a state its tasklet "
+                       f"does not own (state_owner)")
                 faults.append((int(s), tasklet, why))
         cycles = self.cycles(alloc.hw, counters, params, tcount if rows else None)
         # The kernel writes its globals and, when it copied records, its DMA buffers.

@@ -17,7 +17,7 @@ from pimrl.learners import fixedpoint
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import P_EPOCHS
 from pimrl.learners.reference import check_records
-from pimrl.partition import even_bounds, state_lanes
+from pimrl.partition import NO_OWNER, even_bounds, state_lanes
 from pimrl.swiftrl import costs as kcost
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
@@ -39,20 +39,24 @@ def partition_records(records: np.ndarray, n_dpus: int, partition: str = "contig
 
 
 def rows_layout(records: np.ndarray, bounds: np.ndarray, tasklets: int, n_states: int,
-                ranges: np.ndarray | None = None):
+                n_actions: int):
     """Tasklet mode ``rows`` (docs/design.md): the records of each DPU grouped by the tasklet
-    that owns their state (:func:`pimrl.partition.state_lanes`; ``ranges`` (D, 2) the states
-    each DPU may write, default all), and each DPU's ``lane_bounds`` words (D, 2 (T + 1))
-    int32: its lanes' record offsets, then their state bounds. Returns (records, lane_bounds,
-    lanes, lane_states), the last two as :func:`~pimrl.partition.state_lanes` gives them."""
-    order, lanes, lane_states = state_lanes(records["state"], bounds, tasklets, ranges,
-                                            n_states)
+    that owns their state (:func:`pimrl.partition.state_lanes`), and each DPU's words of the
+    kernel's symbols ``lane_bounds`` (D, 2 (T + 1)) int32 (its lanes' record offsets, then
+    where their state lists start), ``state_owner`` (D, S) uint8 and ``lane_states`` (D, S)
+    uint16: (records, {symbol: words})."""
+    order, lanes, owner, state_list, list_bounds = state_lanes(
+        records["state"], bounds, tasklets, n_states, records["action"], n_actions)
     words = np.empty((len(bounds) - 1, 2 * (tasklets + 1)), np.int64)
     words[:, 0] = lanes[:, 0, 0] - bounds[:-1]
     words[:, 1:tasklets + 1] = lanes[:, :, 1] - bounds[:-1, None]
-    words[:, tasklets + 1] = lane_states[:, 0, 0]
-    words[:, tasklets + 2:] = lane_states[:, :, 1]
-    return records[order], words.astype(np.int32), lanes, lane_states
+    words[:, tasklets + 1:] = list_bounds
+    # the byte and uint16 arrays in whole 8-byte words, as the kernel declares them
+    pad = -n_states % 8, -(2 * n_states) % 8 // 2
+    owner = np.pad(owner, ((0, 0), (0, pad[0])), constant_values=NO_OWNER)
+    state_list = np.pad(state_list, ((0, 0), (0, pad[1])))
+    return records[order], {"lane_bounds": words.astype(np.int32), "state_owner": owner,
+                            "lane_states": state_list}
 
 
 def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -196,7 +200,7 @@ class PimTrainer:
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
         lane_words = None
         if p.tasklet_mode == "rows":
-            ordered, lane_words, _, _ = rows_layout(ordered, bounds, self.tasklets, n_states)
+            ordered, lane_words = rows_layout(ordered, bounds, self.tasklets, n_states, n_actions)
         longest = int(np.diff(bounds).max())
         if longest * RECORD_BYTES > hw.mram_bytes:
             raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
@@ -222,7 +226,8 @@ class PimTrainer:
                 lanes = np.arange(n * self.tasklets).reshape(n, self.tasklets)
                 dpus.push_rows("rng_state", lane_seeds(p.seed, lanes.ravel()).reshape(n, -1).view(np.uint8))
                 if lane_words is not None:
-                    dpus.push_rows("lane_bounds", lane_words.view(np.uint8).reshape(n, -1))
+                    for symbol, words in lane_words.items():
+                        dpus.push_rows(symbol, words.view(np.uint8).reshape(n, -1))
             params = np.zeros((n, PARAMS_WORDS), dtype=np.int64)
             scalars = p.kernel_scalars()
             params[:, : len(scalars)] = scalars
