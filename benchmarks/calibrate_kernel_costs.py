@@ -70,9 +70,11 @@ def structural(hw, algo, dtype, sampling, mode, next_action, counts, n_actions):
     costs = kcost.update_instruction_costs(hw, dtype, algo, sampling, n_actions, 1, False,
                                            tasklet_mode=mode, next_action=next_action)
     rule = algo if algo == "q" or next_action != "epsilon-greedy" else "sarsa-eg"
-    u_plain, n_plain, _ = kcost.PLAIN[(dtype, rule, sampling)][mode]
+    u_plain, n_plain, x_plain, e_plain = kcost.PLAIN[(dtype, rule, sampling)][mode]
     costs = dict(costs, updates=costs["updates"] - u_plain,
-                 non_terminal=costs["non_terminal"] - n_plain)
+                 non_terminal=costs["non_terminal"] - n_plain,
+                 scanned_entries=costs["scanned_entries"] - e_plain,
+                 snapshot_reads=costs["snapshot_reads"] - (x_plain if mode == "rows" else 0))
     return kcost.instructions(counts, costs)
 
 
@@ -80,7 +82,7 @@ def fit():
     hw = get_hardware()
     settings = ((16, 500, 6, 0.1, 2048), (16, 500, 6, 0.6, 2048), (16, 500, 6, 0.1, 256),
                 (1, 500, 6, 0.1, 2048), (4, 13, 4, 0.1, 2048), (11, 13, 4, 0.3, 1024),
-                (16, 13, 4, 0.1, 2048), (4, 500, 6, 0.2, 512))
+                (16, 13, 4, 0.1, 2048), (4, 500, 6, 0.2, 512), (1, 13, 4, 0.1, 2048))
     print("PLAIN = {")
     worst = 0.0
     for algo, dtype, sampling, na in CASES:
@@ -96,15 +98,24 @@ def fit():
                 rest = instr - structural(hw, algo, dtype, sampling, mode, na, c, n_actions)
                 u = c[:, C["updates"]]
                 nt = u - c[:, C["terminal_updates"]]
+                third = (u * (tasklets > 1) if mode == "ring" else
+                         c[:, C["snapshot_reads"]] if mode == "rows" else 0 * u)
+                # a scan's own plain instructions only for epsilon-greedy SARSA: Q-learning
+                # scans A entries for every non-terminal update it does not read from the
+                # snapshot, which the other columns already count
+                scans = c[:, C["scanned_entries"]] if rule == "sarsa-eg" else 0 * u
                 for k in range(len(u)):
-                    X.append([u[k], nt[k]] + ([u[k] * (tasklets > 1)] if mode == "ring" else []))
+                    X.append([u[k], nt[k], third[k], scans[k]])
                     y.append(rest[k])
                     tot.append(instr[k])
             X, y, tot = np.array(X), np.array(y), np.array(tot)
-            coef = np.maximum(np.round(np.linalg.lstsq(X, y, rcond=None)[0]), 0)
-            worst = max(worst, float(np.max(np.abs((tot - y + X @ coef) / tot - 1))))
-            row[mode] = tuple(int(v) for v in coef) + ((0,) if mode != "ring" else ())
-        cells = ", ".join(f'"{m}": {row[m]}' for m in MODES)
+            keep = [j for j in range(X.shape[1]) if np.abs(X[:, j]).max() > 0]
+            coef = np.zeros(X.shape[1])
+            coef[keep] = np.round(np.linalg.lstsq(X[:, keep], y, rcond=None)[0], 1)
+            err = float(np.max(np.abs((tot - y + X @ coef) / tot - 1)))
+            worst = max(worst, err)
+            row[mode] = tuple(float(v) for v in coef)
+        cells = ", ".join(f'"{m}": ({", ".join(f"{v:g}" for v in row[m])})' for m in MODES)
         print(f'    ("{dtype}", "{rule}", "{sampling}"): {{{cells}}},', flush=True)
     print("}")
     print(f"# largest error of the fitted instructions: {100 * worst:.1f} %")

@@ -29,7 +29,7 @@ C = {name: i for i, name in enumerate(COUNTERS)}
 # C kernel's basic blocks as the DPU runtime counts them (docs/dpu-runtime.md, "Time"). The
 # structural costs below were read off its blocks (scans, snapshots, transfers, barriers);
 # the rest, per update and per non-terminal update, is fitted on whole runs of every
-# variant and mode by benchmarks/calibrate_kernel_costs.py (largest error 4.2 %).
+# variant and mode by benchmarks/calibrate_kernel_costs.py (largest error 3.4 %).
 
 
 def scan_row(dtype: str, algo: str, n_actions: int) -> float:
@@ -65,24 +65,24 @@ RANDOM_ACTION = 21.0
 #: mode; ``rule`` is ``q``, ``sarsa`` (the logged b') or ``sarsa-eg`` (epsilon-greedy b').
 #: Fitted by benchmarks/calibrate_kernel_costs.py.
 PLAIN = {
-    ("fp32", "q", "seq"): {"ring": (31, 0, 16), "rows": (18, 4, 0), "unlocked": (19, 1, 0)},
-    ("fp32", "q", "str"): {"ring": (34, 0, 19), "rows": (34, 5, 0), "unlocked": (34, 0, 0)},
-    ("fp32", "q", "ran"): {"ring": (53, 0, 12), "rows": (56, 3, 0), "unlocked": (55, 0, 0)},
-    ("int32", "q", "seq"): {"ring": (64, 15, 19), "rows": (57, 15, 0), "unlocked": (54, 11, 0)},
-    ("int32", "q", "str"): {"ring": (80, 24, 19), "rows": (86, 25, 0), "unlocked": (83, 20, 0)},
-    ("int32", "q", "ran"): {"ring": (83, 21, 21), "rows": (92, 18, 0), "unlocked": (91, 13, 0)},
-    ("fp32", "sarsa", "seq"): {"ring": (29, 6, 17), "rows": (20, 15, 0), "unlocked": (19, 6, 0)},
-    ("fp32", "sarsa-eg", "seq"): {"ring": (28, 21, 18), "rows": (19, 26, 0), "unlocked": (18, 17, 0)},
-    ("fp32", "sarsa", "str"): {"ring": (34, 4, 19), "rows": (36, 14, 0), "unlocked": (35, 5, 0)},
-    ("fp32", "sarsa-eg", "str"): {"ring": (37, 19, 16), "rows": (36, 30, 0), "unlocked": (35, 21, 0)},
-    ("fp32", "sarsa", "ran"): {"ring": (57, 5, 8), "rows": (52, 13, 0), "unlocked": (59, 4, 0)},
-    ("fp32", "sarsa-eg", "ran"): {"ring": (57, 18, 8), "rows": (52, 25, 0), "unlocked": (59, 17, 0)},
-    ("int32", "sarsa", "seq"): {"ring": (65, 23, 22), "rows": (57, 32, 0), "unlocked": (53, 24, 0)},
-    ("int32", "sarsa-eg", "seq"): {"ring": (65, 33, 22), "rows": (57, 41, 0), "unlocked": (53, 33, 0)},
-    ("int32", "sarsa", "str"): {"ring": (79, 31, 21), "rows": (83, 40, 0), "unlocked": (79, 31, 0)},
-    ("int32", "sarsa-eg", "str"): {"ring": (79, 40, 21), "rows": (83, 49, 0), "unlocked": (79, 41, 0)},
-    ("int32", "sarsa", "ran"): {"ring": (83, 30, 24), "rows": (94, 33, 0), "unlocked": (89, 26, 0)},
-    ("int32", "sarsa-eg", "ran"): {"ring": (83, 38, 24), "rows": (94, 41, 0), "unlocked": (89, 34, 0)},
+    ("fp32", "q", "seq"): {"ring": (29.7, -1.5, 16.4, 0), "rows": (18.1, 4.5, -1.7, 0), "unlocked": (18.7, 0.4, 0, 0)},
+    ("fp32", "q", "str"): {"ring": (35.6, -2, 17.6, 0), "rows": (35.6, 5.3, -3.3, 0), "unlocked": (33.4, 0.6, 0, 0)},
+    ("fp32", "q", "ran"): {"ring": (53.2, -0.8, 11.7, 0), "rows": (56.5, 2.5, -0.2, 0), "unlocked": (55.4, -2.1, 0, 0)},
+    ("int32", "q", "seq"): {"ring": (62.1, 15, 20.6, 0), "rows": (57.3, 13, 2.7, 0), "unlocked": (53.8, 10.9, 0, 0)},
+    ("int32", "q", "str"): {"ring": (78.9, 23.9, 20.1, 0), "rows": (86.6, 21.7, 2.4, 0), "unlocked": (83.2, 19.7, 0, 0)},
+    ("int32", "q", "ran"): {"ring": (82.6, 20.6, 22, 0), "rows": (92, 16.4, 2.7, 0), "unlocked": (91.6, 11.9, 0, 0)},
+    ("fp32", "sarsa", "seq"): {"ring": (29.4, 6.1, 16.2, 0), "rows": (18.5, 11.2, 6.7, 0), "unlocked": (18.6, 5.7, 0, 0)},
+    ("fp32", "sarsa-eg", "seq"): {"ring": (28.7, 22.2, 17.2, -0.4), "rows": (18.2, 21.3, 5.9, 0.4), "unlocked": (18.5, 19.1, 0, -0.4)},
+    ("fp32", "sarsa", "str"): {"ring": (34.8, 4.5, 18.1, 0), "rows": (34.6, 11, 5.6, 0), "unlocked": (34.7, 4.8, 0, 0)},
+    ("fp32", "sarsa-eg", "str"): {"ring": (36.2, 15, 16.5, 1), "rows": (34.2, 17.6, 4.8, 2.3), "unlocked": (34.9, 17.8, 0, 0.7)},
+    ("fp32", "sarsa", "ran"): {"ring": (57.1, 5.4, 7.7, 0), "rows": (50.6, 8.1, 8.7, 0), "unlocked": (59.1, 4.2, 0, 0)},
+    ("fp32", "sarsa-eg", "ran"): {"ring": (57, 16.7, 7.7, 0.3), "rows": (50.2, 15.1, 7.9, 1.3), "unlocked": (59.3, 17.4, 0, -0.2)},
+    ("int32", "sarsa", "seq"): {"ring": (65.3, 23.4, 21.9, 0), "rows": (55.6, 28.1, 6.7, 0), "unlocked": (53.4, 23.6, 0, 0)},
+    ("int32", "sarsa-eg", "seq"): {"ring": (65.2, 30.9, 21.9, 0.4), "rows": (55.2, 32.7, 6.6, 1.1), "unlocked": (53.7, 35.9, 0, -0.8)},
+    ("int32", "sarsa", "str"): {"ring": (79.3, 31.4, 20.7, 0), "rows": (81.7, 36.1, 6.4, 0), "unlocked": (79.5, 31.2, 0, 0)},
+    ("int32", "sarsa-eg", "str"): {"ring": (79.6, 38.8, 20.3, 0.4), "rows": (81.2, 41.6, 6.3, 1), "unlocked": (79.4, 42.4, 0, -0.4)},
+    ("int32", "sarsa", "ran"): {"ring": (84.2, 30.1, 23.2, 0), "rows": (93.6, 29.8, 4.7, 0), "unlocked": (88.8, 26.1, 0, 0)},
+    ("int32", "sarsa-eg", "ran"): {"ring": (84.3, 39.4, 23.2, -0.3), "rows": (92.7, 27.2, 4.6, 2.6), "unlocked": (89.1, 37.8, 0, -0.9)},
 }
 #: Instructions of each ring step that the notifier runs after passing the token, while the
 #: next tasklet runs (its loop's test and its next wait): overlapped, not serialised (the
@@ -148,7 +148,8 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
     rows = tasklet_mode == "rows"
     owned = bootstrap == "owned"
     rule = algo if algo == "q" or next_action != "epsilon-greedy" or owned else "sarsa-eg"
-    plain_update, plain_bootstrap, token = PLAIN[(dtype, rule, sampling)][tasklet_mode]
+    plain_update, plain_bootstrap, third, plain_scan = PLAIN[(dtype, rule, sampling)][tasklet_mode]
+    token = third if tasklet_mode == "ring" else 0.0
     if dtype == "fp32":
         update_ops = ops["float_sub"] + ops["float_mul"] + ops["float_add"]   # td, alpha td, q +
         bootstrap_ops = ops["float_mul"] + ops["float_add"]                  # gamma m, r +
@@ -164,7 +165,7 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
     if tasklet_mode == "ring" and tasklets > 1:
         per_update += token
     non_terminal = plain_bootstrap + bootstrap_ops + (OWNED_NON_TERMINAL if owned else 0.0)
-    scan = scan_row(dtype, algo if not owned else "q", n_actions) / n_actions
+    scan = scan_row(dtype, algo if not owned else "q", n_actions) / n_actions + plain_scan
     fx_mul = ops["int64_mul"] + 11.0              # the 64-bit product, its widening and checks
     if policy_value == "weighted":
         scan += 1.0 + (fx_mul + 2.0 if dtype == "int32" else ops["float_mul"] + ops["float_add"])
@@ -184,7 +185,8 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
         "dma_reads": DMA_READ[(sampling, tasklet_mode != "ring")] if sampling == "seq"
         else DMA_READ[sampling],
         "snapshot_rows": snapshot if rows else 0.0,
-        "snapshot_reads": SNAPSHOT_READ[dtype] if rows and (algo == "q" or owned) else 0.0,
+        "snapshot_reads": ((SNAPSHOT_READ[dtype] if algo == "q" or owned else 0.0) + third
+                           if rows else 0.0),
         "lane_epochs": LANE_EPOCH[sampling] if rows else 0.0,
         "ring_overlap": RING_OVERLAP if tasklet_mode == "ring" and tasklets > 1 else 0.0,
     }
@@ -217,24 +219,25 @@ def dma_engine_cycles(hw: Hardware, counts: np.ndarray) -> np.ndarray:
 
 
 def revolving_cycles(hw: Hardware, instr: np.ndarray, dma: np.ndarray) -> np.ndarray:
-    """Cycles of DPUs whose tasklets run unequal shares at once: ``instr`` and ``dma``
+    """Cycles of DPUs whose tasklets run their shares at once: ``instr`` and ``dma``
     (n_dpus, tasklets) each tasklet's instructions and DMA cycles.
 
     The revolving pipeline (docs/cost-model.md, section 1): while ``m`` tasklets run, each
-    issues once every ``max(issue_interval, m)`` cycles, so with the shares sorted, the
-    phase in which the ``k``-th smallest share finishes lasts its remaining work times
-    ``max(11, m)``. A tasklet's DMA counts as the instructions it could have issued while
-    waiting (``dma / issue_interval``: with few tasklets running it waits alone; with the
-    pipeline full the transfers hide behind the others' work). At least the pipeline's and
-    the DMA engine's totals."""
+    issues once every ``max(issue_interval, m)`` cycles, so with the shares sorted, the phase
+    in which the ``k``-th smallest share finishes lasts its remaining instructions times
+    ``max(11, m)``; each tasklet also waits for its own transfers (at least ``11 I_t + D_t``,
+    the bound of a tasklet whose DMA the others cannot hide); the DMA engine serves one
+    transfer at a time. The largest of the three bounds; with equal shares, the pipeline's
+    three bounds (:func:`pimrl.pim.cost.dpu_cycles`)."""
     instr = np.asarray(instr, dtype=np.float64)
     dma = np.asarray(dma, dtype=np.float64)
-    work = np.sort(instr + dma / hw.issue_interval, axis=-1)
+    work = np.sort(instr, axis=-1)
     t = work.shape[-1]
     running = np.maximum(float(hw.issue_interval), np.arange(t, 0, -1, dtype=np.float64))
     steps = np.diff(work, axis=-1, prepend=0.0)
     phased = (steps * running).sum(axis=-1)
-    return np.maximum(phased, np.maximum(instr.sum(axis=-1), dma.sum(axis=-1)))
+    chain = (hw.issue_interval * instr + dma).max(axis=-1)
+    return np.maximum(np.maximum(phased, chain), dma.sum(axis=-1))
 
 
 def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
@@ -251,8 +254,8 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
       serve one tasklet at a time (``tasklets`` only changes the per-update synchronisation
       cost, in :func:`update_instruction_costs`, less :data:`RING_OVERLAP` that runs beside
       the next tasklet's step);
-    - ``unlocked``: the work split evenly over ``tasklets`` (its lanes are the ring's, equal
-      to one record), run on the revolving pipeline (:func:`revolving_cycles`);
+    - ``unlocked``: :func:`dpu_cycles` with the work split evenly over ``tasklets`` (its lanes
+      are the ring's, equal to one record);
     - ``rows``: each tasklet's own counters (``tasklet_counts``, (n_dpus, tasklets,
       len(COUNTERS))): its snapshot work and its updates are two phases of every epoch,
       separated by barriers, each run on the revolving pipeline (:func:`revolving_cycles`).
@@ -277,6 +280,4 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
         serial = instr - counts[:, C["updates"]] * costs.get("ring_overlap", 0.0)
         return dpu_cycles(hw, serial, dma, 1)
     # unlocked: the ring's equal lanes, every tasklet at once
-    t = max(int(tasklets), 1)
-    share = np.repeat((instr / t)[:, None], t, axis=1)
-    return revolving_cycles(hw, share, np.repeat((dma / t)[:, None], t, axis=1))
+    return dpu_cycles(hw, instr, dma, tasklets)
