@@ -37,7 +37,7 @@
 
 /* tasklet_mode: how a DPU's tasklets share its Q-table (docs/design.md) (-DSWIFTRL_TASKLET_MODE=code) */
 #define SWIFTRL_MODE_RING 0 /* ring: one tasklet at a time: a token passed round the tasklets applies the updates round-robin on one table (1/11 of the pipeline) */
-#define SWIFTRL_MODE_ROWS 1 /* rows: every tasklet at once: each owns a range of states and updates only their rows, bootstrapping from a snapshot taken each epoch for its siblings' states (deterministic) */
+#define SWIFTRL_MODE_ROWS 1 /* rows: every tasklet at once: each writes the rows of the states the host gives it (a heavy state's entries may be spread), bootstrapping from a snapshot taken each epoch for its siblings' states (deterministic) */
 #define SWIFTRL_MODE_UNLOCKED 2 /* unlocked: every tasklet at once on one table with no lock, SwiftRL's scheme: pimrl computes the ring's table, prices the full pipeline and counts the conflicts where hardware could lose an update */
 #define SWIFTRL_TASKLET_MODE_NAMES "ring", "rows", "unlocked" /* by code */
 #define SWIFTRL_N_TASKLET_MODES 3

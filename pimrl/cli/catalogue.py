@@ -76,7 +76,9 @@ def catalogue() -> list:
     from pimrl.data.generate import POLICIES, POLICY_DESCRIPTIONS
     from pimrl.envs import make
     from pimrl.envs.registry import ALIASES, REGISTRY
-    from pimrl.learners.variants import ALGOS, DTYPES, NEXT_ACTIONS, SAMPLINGS
+    from pimrl.learners.variants import (
+        ALGOS, DEFAULT_TASKLET_MODE, DTYPES, NEXT_ACTIONS, SAMPLINGS, TASKLET_MODE,
+    )
     from pimrl.learners.aggregate import AGGREGATORS
     from pimrl.pim.hardware import PRESETS
     from pimrl.swiftrl.trainer import KERNELS
@@ -111,6 +113,10 @@ def catalogue() -> list:
                           ("--algo", "algo", ALGOS), ("--dtype", "dtype", DTYPES),
                           ("--sampling", "sampling", SAMPLINGS),
                           ("--next-action", "next_action", NEXT_ACTIONS))])
+    modes = Section("tasklet modes", "--tasklet-mode (pimrl train --backend pim; tasklet_modes "
+                    "in a sweep config)", "pimrl.learners.variants.TASKLET_MODE",
+                    [(c.name + (" (default)" if c.name == DEFAULT_TASKLET_MODE else ""),
+                      c.description) for c in TASKLET_MODE.choices])
     policies = Section("behaviour policies", "pimrl data generate --policy",
                        "pimrl.data.generate.POLICIES",
                        [(p, POLICY_DESCRIPTIONS[p]) for p in POLICIES])
@@ -118,7 +124,7 @@ def catalogue() -> list:
                        "pimrl.learners.variants.ALL_VARIANTS",
                        [(v, ", ".join(CHOICE_WORDS.get(w, w) for w in v.split("-")))
                         for v in ALL_VARIANTS])
-    return [envs, hardware, aggregators, programs, devices, learner, policies, variants]
+    return [envs, hardware, aggregators, programs, devices, learner, modes, policies, variants]
 
 
 def register(subparsers) -> None:

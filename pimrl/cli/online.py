@@ -137,6 +137,10 @@ def run_online(args) -> int:
         raise UserError("--online needs --steps K (environment steps per DPU)")
     if args.algo not in ALGOS or args.dtype not in DTYPES:
         raise UserError(f"--algo/--dtype: {args.algo}/{args.dtype}")
+    if args.tasklet_mode not in (None, "ring"):
+        raise UserError(f"--tasklet-mode {args.tasklet_mode}: online learning runs its tasklets "
+                        "in the ring order (docs/design.md, 'Online learning'); the tasklet "
+                        "modes apply to offline training")
     if args.sampling != "seq" or args.epochs != 1 or args.next_action != "logged":
         raise UserError("--sampling, --epochs and --next-action describe offline datasets; "
                         "online SARSA always takes the next action it chose")

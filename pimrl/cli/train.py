@@ -9,7 +9,9 @@ import time
 import numpy as np
 
 from pimrl.learners.params import LearnerParams
-from pimrl.learners.variants import ALGOS, DTYPES, NEXT_ACTIONS, SAMPLINGS
+from pimrl.learners.variants import (
+    ALGOS, DEFAULT_TASKLET_MODE, DTYPES, NEXT_ACTIONS, SAMPLINGS, TASKLET_MODE, TASKLET_MODES,
+)
 
 BACKENDS = ("reference", "cpu", "pim")
 
@@ -69,6 +71,10 @@ def register(subparsers) -> None:
     g.add_argument("--dpus", default=str(t["n_dpus"]),
                    help="DPU count, or a comma list for a scaling table")
     g.add_argument("--tasklets", type=int, default=t["tasklets"], help="tasklets (threads) per DPU")
+    g.add_argument("--tasklet-mode", choices=TASKLET_MODES, default=None,
+                   help="how a DPU's tasklets share its table (docs/design.md): "
+                   + "; ".join(f"{c.name}: {c.description}" for c in TASKLET_MODE.choices)
+                   + f" (default {DEFAULT_TASKLET_MODE}; --online: ring)")
     g.add_argument("--aggregate", default=t["aggregate"],
                    help=" | ".join(AGGREGATORS) + " | sync:R | sync:R:weighted | own:R "
                    "(state-owned Q-learning or SARSA, R rounds: docs/state-owned.md; pimrl list)")
@@ -81,7 +87,8 @@ def register(subparsers) -> None:
     g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
                    help="what-if override, e.g. frequency_hz=500e6 or op_int32_mul=1")
     g.add_argument("--block-bytes", type=int, default=t["block_bytes"],
-                   help="DMA block size (16..2048)")
+                   help="DMA block size (16..2048; default 2048, or the largest that fits WRAM "
+                   "beside the kernel's globals)")
     g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
                    help="DPU program (pimrl list): the simulator's numba kernel, or the UPMEM C "
                    "kernel of kernels/ run by the DPU runtime (needs a C compiler; slower)")
@@ -93,7 +100,7 @@ def register(subparsers) -> None:
                    "SDK's dpu-upmem-dpurte-clang, measured times; docs/real-hardware.md)")
     p.set_defaults(pim_defaults={"hw": [], "dpus": str(t["n_dpus"]), "kernel": t["kernel"],
                                  "aggregate": t["aggregate"], "partition": t["partition"],
-                                 "device": t["device"]})
+                                 "device": t["device"], "tasklet-mode": None})
     from pimrl.cluster import add_executor_arguments
 
     add_executor_arguments(p, "--backend pim: the DPU set's whole ranks spread over the workers")
@@ -130,11 +137,15 @@ def _load_data(args):
 def _params(args) -> LearnerParams:
     from pimrl.cli import UserError
 
+    # the DPUs' tasklet mode (its default on the command line: docs/design.md); other
+    # backends run one lane per partition, where every mode is the ring
+    mode = ((args.tasklet_mode or DEFAULT_TASKLET_MODE) if args.backend == "pim" else "ring")
     try:
         return LearnerParams(algo=args.algo, dtype=args.dtype, sampling=args.sampling,
                              epochs=args.epochs, alpha=args.alpha, gamma=args.gamma,
                              epsilon=args.epsilon, next_action=args.next_action,
-                             stride=args.stride, seed=args.seed, frac_bits=args.frac_bits)
+                             stride=args.stride, seed=args.seed, frac_bits=args.frac_bits,
+                             tasklet_mode=mode)
     except ValueError as exc:
         raise UserError(str(exc)) from None
 
@@ -178,7 +189,8 @@ def run_train(args: argparse.Namespace) -> int:
 
         check_destination(args.save_q)
     if args.backend != "pim":
-        given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition", "--device")
+        given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition", "--device",
+                             "--tasklet-mode")
                  if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
         given += [f for f, default in (("--executor", "local"), ("--workers", None),
                                        ("--threads-per-worker", None))
@@ -241,8 +253,11 @@ def run_train(args: argparse.Namespace) -> int:
                           file=sys.stderr)
                 trained.append(run_pim(records, env, params, args, n, hw, placement))
         for n, tr in zip(counts, trained):
-            run = {"dpus": n, "tasklets": args.tasklets, "aggregate": args.aggregate,
-                   "kernel": args.kernel, "device": args.device,
+            run = {"dpus": n, "tasklets": args.tasklets, "tasklet_mode": params.tasklet_mode,
+                   "block_bytes": tr.block_,
+                   "conflicts": (tr.conflicts_ if params.tasklet_mode == "unlocked"
+                                 and args.kernel == "numba" else None),
+                   "aggregate": args.aggregate, "kernel": args.kernel, "device": args.device,
                    "hardware": "UPMEM (real DPUs)" if args.device == "upmem" else hw.name,
                    **tr.timings_.as_dict(),
                    "saturations": tr.saturations_, "n_updates": tr.n_updates_,
@@ -373,8 +388,13 @@ def print_report(out, params):
         sats = out["saturations"]
     else:
         for r in out["runs"]:
-            print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets on {r['hardware']}, "
-                  f"aggregate {r['aggregate']}, {r['kernel']} kernel")
+            print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets ({r['tasklet_mode']}) on "
+                  f"{r['hardware']}, aggregate {r['aggregate']}, {r['kernel']} kernel")
+            if r["tasklet_mode"] == "unlocked":
+                print("  unlocked: the table is the ring's; on hardware, "
+                      + (f"{r['conflicts']} updates of an entry overlap another tasklet's "
+                         "(could be lost)" if r["conflicts"] is not None else
+                         "conflicts are counted by the numba kernel only"))
             for line in time_table(r):
                 print("  " + line)
             if "worker_transfers" in r:

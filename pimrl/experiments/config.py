@@ -14,6 +14,7 @@ the cross product of its lists::
     dpus = [125, 250, 500, 1000, 2000]
     variants = "all"             # or ["q-fp32-seq", "sarsa-int32-ran", ...]
     tasklets = [16]
+    tasklet_modes = ["rows"]     # ring | rows | unlocked (docs/design.md; default rows)
     aggregators = ["mean"]       # mean | weighted | sync:R
     epochs = 20                  # optional: any [learner] key may be overridden per sweep
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from itertools import product
 from pathlib import Path
 
 try:
@@ -32,14 +34,16 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
-from pimrl.learners.variants import expand_variants, parse_variant
+from pimrl.learners.variants import (
+    DEFAULT_TASKLET_MODE, TASKLET_MODES, expand_variants, parse_variant,
+)
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.aggregate import parse_aggregate
 from pimrl.pim.hardware import PRESETS, get_hardware
 
 LEARNER_KEYS = ("epochs", "alpha", "gamma", "epsilon", "next_action", "stride", "frac_bits")
 SWEEP_KEYS = {"name", "kind", "envs", "transitions", "transitions_per_dpu", "dpus", "variants",
-              "tasklets", "aggregators", *LEARNER_KEYS}
+              "tasklets", "tasklet_modes", "aggregators", *LEARNER_KEYS}
 DEFAULT_LEARNER = {"epochs": 1, "alpha": 0.1, "gamma": 0.95, "epsilon": 0.1,
                    "next_action": "logged", "stride": 4, "frac_bits": 16}
 DEFAULT_BASELINES = {"cpu": True, "cpu_threads": "all", "cpu_repeats": 1, "gpu": True,
@@ -49,7 +53,7 @@ DEFAULT_BASELINES = {"cpu": True, "cpu_threads": "all", "cpu_repeats": 1, "gpu":
 PARAM_COLUMNS = ("sweep", "kind", "env", "variant", "algo", "dtype", "sampling", "next_action",
                  "epochs", "alpha", "gamma", "epsilon", "stride", "frac_bits", "seed",
                  "data_policy", "n_transitions", "transitions_per_dpu", "n_dpus", "tasklets",
-                 "aggregator", "hardware")
+                 "tasklet_mode", "aggregator", "hardware")
 
 
 class ConfigError(ValueError):
@@ -213,6 +217,9 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
              "envs": _as_list(sw["envs"], "envs", w),
              "dpus": ints("dpus"),
              "tasklets": ints("tasklets", 16),
+             "tasklet_modes": [str(m) for m in _as_list(sw.get("tasklet_modes",
+                                                                DEFAULT_TASKLET_MODE),
+                                                         "tasklet_modes", w)],
              "aggregators": [str(a) for a in _as_list(sw.get("aggregators", "mean"), "aggregators", w)],
              "learner": {**learner, **{k: sw[k] for k in LEARNER_KEYS if k in sw}}}
         from pimrl.envs import make
@@ -224,6 +231,10 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
                 raise ConfigError(f"{w}: envs: {exc}") from None
         if any(not 1 <= t <= 24 for t in s["tasklets"]):
             raise ConfigError(f"{w}: tasklets must lie in [1, 24], got {s['tasklets']}")
+        for m in s["tasklet_modes"]:
+            if m not in TASKLET_MODES:
+                raise ConfigError(f"{w}: tasklet_modes: {m!r} is not one of "
+                                  f"{', '.join(TASKLET_MODES)}")
         try:
             s["variants"] = expand_variants(sw.get("variants", "all"))
             for a in s["aggregators"]:
@@ -264,31 +275,28 @@ def hardware_for(study_hw: str, n_dpus: int) -> str:
 
 
 def expand_runs(cfg: StudyConfig) -> list[dict]:
-    """Every run of every sweep, in order: sweep, env, variant, aggregator, tasklets, DPUs."""
+    """Every run of every sweep, in order: sweep, env, variant, aggregator, tasklets, tasklet
+    mode, DPUs."""
     runs = []
     for sw in cfg.sweeps:
         lp = sw["learner"]
-        for env in sw["envs"]:
-            for variant in sw["variants"]:
-                v = parse_variant(variant)
-                for agg in sw["aggregators"]:
-                    for tasklets in sw["tasklets"]:
-                        for d in sw["dpus"]:
-                            n = sw["transitions"] if sw["kind"] == "strong" else sw["transitions_per_dpu"] * d
-                            run = {
-                                "sweep": sw["name"], "kind": sw["kind"], "env": env,
-                                "variant": variant, **v,
-                                "next_action": lp["next_action"], "epochs": int(lp["epochs"]),
-                                "alpha": float(lp["alpha"]), "gamma": float(lp["gamma"]),
-                                "epsilon": float(lp["epsilon"]), "stride": int(lp["stride"]),
-                                "frac_bits": int(lp["frac_bits"]), "seed": int(cfg.study["seed"]),
-                                "data_policy": str(cfg.data["policy"]), "n_transitions": int(n),
-                                "transitions_per_dpu": (sw.get("transitions_per_dpu", "")
-                                                        if sw["kind"] == "weak" else ""),
-                                "n_dpus": int(d), "tasklets": int(tasklets), "aggregator": agg,
-                                "hardware": hardware_for(cfg.study["hardware"], d),
-                            }
-                            runs.append(run)
+        for env, variant, agg, tasklets, mode, d in product(
+                sw["envs"], sw["variants"], sw["aggregators"], sw["tasklets"],
+                sw["tasklet_modes"], sw["dpus"]):
+            n = sw["transitions"] if sw["kind"] == "strong" else sw["transitions_per_dpu"] * d
+            runs.append({
+                "sweep": sw["name"], "kind": sw["kind"], "env": env,
+                "variant": variant, **parse_variant(variant),
+                "next_action": lp["next_action"], "epochs": int(lp["epochs"]),
+                "alpha": float(lp["alpha"]), "gamma": float(lp["gamma"]),
+                "epsilon": float(lp["epsilon"]), "stride": int(lp["stride"]),
+                "frac_bits": int(lp["frac_bits"]), "seed": int(cfg.study["seed"]),
+                "data_policy": str(cfg.data["policy"]), "n_transitions": int(n),
+                "transitions_per_dpu": (sw.get("transitions_per_dpu", "")
+                                        if sw["kind"] == "weak" else ""),
+                "n_dpus": int(d), "tasklets": int(tasklets), "tasklet_mode": mode,
+                "aggregator": agg, "hardware": hardware_for(cfg.study["hardware"], d),
+            })
     seen = set()
     for r in runs:
         k = run_key(r)
@@ -316,4 +324,5 @@ def learner_params(run: dict) -> LearnerParams:
                          epochs=int(run["epochs"]), alpha=float(run["alpha"]),
                          gamma=float(run["gamma"]), epsilon=float(run["epsilon"]),
                          next_action=run["next_action"], stride=int(run["stride"]),
-                         seed=int(run["seed"]), frac_bits=int(run["frac_bits"]))
+                         seed=int(run["seed"]), frac_bits=int(run["frac_bits"]),
+                         tasklet_mode=run.get("tasklet_mode") or "ring")

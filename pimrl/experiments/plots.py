@@ -59,6 +59,20 @@ def _default_slice(rows):
     return agg, t
 
 
+def _default_mode(rows):
+    """Each sweep's rows of one tasklet mode: pimrl's default where the sweep ran it, else the
+    sweep's first (results written before tasklet modes hold the ring's, with no column)."""
+    from pimrl.learners.variants import DEFAULT_TASKLET_MODE
+
+    out = []
+    for sweep in _uniq(rows, "sweep"):
+        sr = _sel(rows, sweep=sweep)
+        modes = _uniq(sr, "tasklet_mode")
+        keep = DEFAULT_TASKLET_MODE if DEFAULT_TASKLET_MODE in modes else modes[0]
+        out += [r for r in sr if r.get("tasklet_mode", "") == keep]
+    return out
+
+
 def _save(fig, figdir: Path, name: str, written: list):
     for ext in ("png", "svg"):
         p = figdir / f"{name}.{ext}"
@@ -275,7 +289,8 @@ def plot_quality(rows, sweep, figdir, written):
 
 
 def plot_tasklets(rows, sweep, figdir, written):
-    """Modelled DPU-kernel time against tasklets per DPU, one line per variant and DPU count."""
+    """Modelled DPU-kernel time against tasklets per DPU, one line per variant, DPU count and
+    tasklet mode (a colour per variant and DPU count, a line style per mode)."""
     import matplotlib.pyplot as plt
 
     sr = _sel(rows, sweep=sweep)
@@ -287,14 +302,18 @@ def plot_tasklets(rows, sweep, figdir, written):
         ax = axes[0, j]
         er = _sel(sr, env=env)
         k = 0
+        styles = {"ring": "o-", "rows": "s--", "unlocked": "^:"}
         for v in _uniq(er, "variant"):
             for d in sorted({int(r["n_dpus"]) for r in er}):
-                vr = sorted(_sel(er, variant=v, n_dpus=d), key=lambda r: int(r["tasklets"]))
-                if not vr:
-                    continue
-                t = [int(r["tasklets"]) for r in vr]
-                ax.plot(t, [1e3 * _num(r["pim_kernel_modelled_s"]) for r in vr], "o-",
-                        color=f"C{k}", label=f"{v}, {d} DPUs")
+                for mode in _uniq(er, "tasklet_mode"):
+                    vr = sorted(_sel(er, variant=v, n_dpus=d, tasklet_mode=mode),
+                                key=lambda r: int(r["tasklets"]))
+                    if not vr:
+                        continue
+                    t = [int(r["tasklets"]) for r in vr]
+                    ax.plot(t, [1e3 * _num(r["pim_kernel_modelled_s"]) for r in vr],
+                            styles.get(mode, "o-"), color=f"C{k}",
+                            label=f"{v}, {d} DPUs" + (f", {mode}" if mode else ""))
                 k += 1
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -315,6 +334,49 @@ def plot_tasklets(rows, sweep, figdir, written):
     plt.close(fig)
 
 
+def plot_modes(rows, sweep, figdir, written):
+    """The tasklet modes side by side at the sweep's largest DPU count: per variant, the
+    modelled DPU-kernel time and the modelled time to a policy of the optimum's quality."""
+    import matplotlib.pyplot as plt
+
+    sr = _sel(rows, sweep=sweep)
+    agg, tasklets = _default_slice(sr)
+    sr = _sel(sr, aggregator=agg, tasklets=tasklets)
+    dpus = max(int(r["n_dpus"]) for r in sr)
+    sr = [r for r in sr if int(r["n_dpus"]) == dpus]
+    envs, modes = _uniq(sr, "env"), _uniq(sr, "tasklet_mode")
+    fig, axes = plt.subplots(2, len(envs), figsize=(4.8 * len(envs), 7.0), squeeze=False)
+    for j, env in enumerate(envs):
+        er = _sel(sr, env=env)
+        variants = _uniq(er, "variant")
+        x = np.arange(len(variants))
+        width = 0.8 / len(modes)
+        for row, (col, label) in enumerate((("pim_kernel_modelled_s", "DPU kernel (ms, modelled)"),
+                                            ("time_to_quality_modelled_s",
+                                             "time to quality (ms, modelled)"))):
+            ax = axes[row, j]
+            for m, mode in enumerate(modes):
+                vals = []
+                for v in variants:
+                    vr = _sel(er, variant=v, tasklet_mode=mode)
+                    vals.append(1e3 * _num(vr[0][col]) if vr else float("nan"))
+                ax.bar(x + (m - (len(modes) - 1) / 2) * width, vals, width, label=mode)
+            ax.set_yscale("log")
+            ax.set_xticks(x)
+            ax.set_xticklabels(variants, rotation=30, fontsize=7, ha="right")
+            ax.set_ylabel(label, fontsize=8)
+            if row == 0:
+                ax.set_title(env)
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+            if j == 0 and row == 0:
+                ax.legend(fontsize=7, title="tasklet mode", title_fontsize=7)
+    fig.suptitle(f"Tasklet modes, sweep '{sweep}': {dpus} DPUs, {tasklets} tasklets, aggregator "
+                 f"{agg} (missing bar: quality not reached)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, figdir, f"modes_{sweep}", written)
+    plt.close(fig)
+
+
 def _g(x, fmt="{:.3g}"):
     v = _num(x)
     return "-" if not np.isfinite(v) else fmt.format(v)
@@ -332,7 +394,8 @@ def summary_table(rows) -> str:
     sr = _sel(sr, aggregator=agg, tasklets=tasklets)
     dpus = sorted({int(r["n_dpus"]) for r in sr})
     has_gpu = any(_num(r.get("gpu_total_measured_s")) > 0 for r in sr)
-    head = (f"Sweep '{sweep}', aggregator {agg}, {tasklets} tasklets; PIM at {dpus[0]} and "
+    mode = sr[0].get("tasklet_mode") or "ring"
+    head = (f"Sweep '{sweep}', aggregator {agg}, {tasklets} tasklets ({mode}); PIM at {dpus[0]} and "
             f"{dpus[-1]} DPUs. PIM times are **modelled**, CPU{'/GPU' if has_gpu else ''} times "
             f"**measured** on the machine in meta.json{'' if has_gpu else '; GPU: not measured'}.\n\n")
     cols = ["env", "variant", f"PIM {dpus[0]} (s, mod.)", f"PIM {dpus[-1]} (s, mod.)",
@@ -389,15 +452,19 @@ def plot_results(result_dir) -> list[str]:
     figdir = d / "figures"
     ensure_folder(figdir)
     written = []
+    every = rows
+    rows = _default_mode(rows)           # one tasklet mode per sweep for the main figures
     for sweep in _uniq(rows, "sweep"):
         sr = _sel(rows, sweep=sweep)
         if len({r["tasklets"] for r in sr}) >= 2:
-            plot_tasklets(rows, sweep, figdir, written)
+            plot_tasklets(every, sweep, figdir, written)
             continue
         if len({r["n_dpus"] for r in sr}) >= 2:
             plot_scaling(rows, sweep, figdir, written)
             plot_quality(rows, sweep, figdir, written)
         plot_breakdown(rows, sweep, figdir, written)
+        if len(_uniq(_sel(every, sweep=sweep), "tasklet_mode")) >= 2:
+            plot_modes(every, sweep, figdir, written)
     plot_baselines(rows, figdir, written)
     if any(r.get("quality_curve") for r in rows):
         from pimrl.experiments.quality import plot_time_to_quality, tradeoff_table

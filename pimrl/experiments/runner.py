@@ -47,7 +47,8 @@ from pimrl.io import atomic_write_text
 RESULT_COLUMNS = (
     "pim_cpu_dpu_modelled_s", "pim_kernel_modelled_s", "pim_inter_dpu_modelled_s",
     "pim_dpu_cpu_modelled_s", "pim_total_modelled_s", "pim_updates",
-    "pim_updates_per_s_modelled", "pim_saturations", "pim_host_aggregation_measured_s",
+    "pim_updates_per_s_modelled", "pim_saturations", "pim_conflicts",
+    "pim_host_aggregation_measured_s",
     "pim_simulation_wall_measured_s",
     "success_rate", "mean_return", "optimal_success_rate", "optimal_mean_return",
     "eval_method", "eval_horizon",
@@ -463,6 +464,7 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
                 pim_total_modelled_s=total, pim_updates=tr.n_updates_,
                 pim_updates_per_s_modelled=tr.n_updates_ / total if total > 0 else float("nan"),
                 pim_saturations=tr.saturations_,
+                pim_conflicts=tr.conflicts_ if params.tasklet_mode == "unlocked" else "",
                 pim_host_aggregation_measured_s=tr.timings_.measured_s.get("host_aggregation"),
                 pim_simulation_wall_measured_s=tr.timings_.measured_s.get("simulation_wall"),
                 success_rate=ev["success_rate"], mean_return=ev["mean_return"],
@@ -679,7 +681,9 @@ def _cpu_key(run, threads):
 
 
 def _gpu_key(run, partitions, lanes):
-    return _cpu_key(run, None) + (partitions, lanes)
+    # rows groups each partition's records by state: other work than the ring's lanes
+    mode = "rows" if run.get("tasklet_mode") == "rows" and str(lanes) != "1" else "ring"
+    return _cpu_key(run, None) + (partitions, lanes, mode)
 
 
 def _resolve_threads(spec, available: int) -> int:

@@ -82,9 +82,9 @@ TASKLET_MODE = Axis("tasklet_mode", "how a DPU's tasklets share its Q-table (doc
                     "SWIFTRL_TASKLET_MODE", (
     Choice("ring", 0, "one tasklet at a time: a token passed round the tasklets applies the "
            "updates round-robin on one table (1/11 of the pipeline)", "SWIFTRL_MODE_RING"),
-    Choice("rows", 1, "every tasklet at once: each owns a range of states and updates only "
-           "their rows, bootstrapping from a snapshot taken each epoch for its siblings' "
-           "states (deterministic)", "SWIFTRL_MODE_ROWS"),
+    Choice("rows", 1, "every tasklet at once: each writes the rows of the states the host gives "
+           "it (a heavy state's entries may be spread), bootstrapping from a snapshot taken "
+           "each epoch for its siblings' states (deterministic)", "SWIFTRL_MODE_ROWS"),
     Choice("unlocked", 2, "every tasklet at once on one table with no lock, SwiftRL's scheme: "
            "pimrl computes the ring's table, prices the full pipeline and counts the "
            "conflicts where hardware could lose an update", "SWIFTRL_MODE_UNLOCKED"),

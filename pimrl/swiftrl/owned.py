@@ -317,8 +317,9 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     p = replace(trainer.params, bootstrap="owned")
     hw = get_hardware(trainer.hardware) if isinstance(trainer.hardware, str) else trainer.hardware
     factory = trainer.kernel if callable(trainer.kernel) else KERNELS[trainer.kernel]
+    block = trainer.block_for(n_states, n_actions, hw, False, bootstrap="owned")
     program = factory(n_states, n_actions, trainer.tasklets, p.algo, p.dtype, p.sampling,
-                      trainer.block_bytes, hw, count_visits=False, bootstrap="owned",
+                      block, hw, count_visits=False, bootstrap="owned",
                       tasklet_mode=p.tasklet_mode)
     plan = plan_owners(records, n_states, n_actions, trainer.n_dpus)
     n = trainer.n_dpus

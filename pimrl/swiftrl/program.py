@@ -533,6 +533,19 @@ def wram_needed(n_states: int, n_actions: int, tasklets: int, variant: Variant,
     return globals_ + tasklets * (block_bytes + stack_bytes)
 
 
+def fitting_block(n_states, n_actions, tasklets, variant, count_visits, hardware) -> int:
+    """The DMA block a kernel takes when none is asked for: 2,048 B (the DMA's most), or the
+    largest multiple of 16 below it whose buffers fit WRAM beside the globals (2,048 when
+    none fits: the program then refuses, saying what would)."""
+    stack = hardware.stack_bytes_per_tasklet if hardware is not None else 256
+    wram = hardware.wram_bytes if hardware is not None else 65536
+    for block in range(DMA_MAX, RECORD_BYTES - 1, -RECORD_BYTES):
+        if wram_needed(n_states, n_actions, tasklets, variant, count_visits, block,
+                       stack) <= wram:
+            return block
+    return DMA_MAX
+
+
 def wram_advice(n_states, n_actions, tasklets, variant, count_visits, block_bytes, stack_bytes,
                 wram_bytes) -> str:
     """What would fit when ``tasklets`` tasklets with ``block_bytes`` blocks do not: the most

@@ -118,7 +118,8 @@ class PimTrainer:
     work counters summed over launches), ``saturations_``, ``n_updates_`` and, with
     ``keep_dpu_tables=True``, ``dpu_tables_`` (raw per-DPU tables after the last round).
     ``kernel`` names the DPU program (a key of ``KERNELS``) or is a factory with their
-    signature. ``device`` (a key of :data:`~pimrl.swiftrl.dpus.DEVICES`) says where the DPUs
+    signature. ``block_bytes``: the kernel's DMA block; None takes 2,048 B, or the largest
+    block whose buffers fit WRAM beside the kernel's globals (``block_`` says which). ``device`` (a key of :data:`~pimrl.swiftrl.dpus.DEVICES`) says where the DPUs
     are: ``simulator`` (pimrl's ``dpu`` package; ``timings_.modelled_s`` holds the modelled
     PrIM phases) or ``upmem`` (the SDK's ``dpu`` package on a UPMEM machine; the C kernel
     built by the SDK's compiler; ``timings_.measured_s`` holds each phase's host wall clock
@@ -130,7 +131,7 @@ class PimTrainer:
 
     def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
-                 hardware: Hardware | str = "upmem-2556", block_bytes: int = 2048,
+                 hardware: Hardware | str = "upmem-2556", block_bytes: int | None = None,
                  keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None,
                  device: str = "simulator"):
         self.params = params
@@ -180,11 +181,12 @@ class PimTrainer:
             raise ValueError(too_many_dpus(self.n_dpus, hw))
         # The dpu package first: a wrong one is reported before any build.
         dpu = dpu_package(self.device) if self.placement is None else None
+        block = self.block_for(n_states, n_actions, hw, spec.needs_visits)
         if not simulated:       # real DPUs: the C kernel, built by the SDK's compiler
             from pimrl.swiftrl.cprogram import build_kernel_with_compiler
 
             program = build_kernel_with_compiler(n_states, n_actions, self.tasklets, p.algo,
-                                                 p.dtype, p.sampling, self.block_bytes,
+                                                 p.dtype, p.sampling, block,
                                                  count_visits=spec.needs_visits,
                                                  tasklet_mode=p.tasklet_mode)
         else:
@@ -195,7 +197,7 @@ class PimTrainer:
             else:
                 raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
             program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
-                              self.block_bytes, hw, count_visits=spec.needs_visits,
+                              block, hw, count_visits=spec.needs_visits,
                               tasklet_mode=p.tasklet_mode)
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
         lane_words = None
@@ -284,6 +286,21 @@ class PimTrainer:
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
         return self._set_learned(counters, bounds, program, hw, raw, fresh=True,
                                  tasklet_counters=tasklet_counters)
+
+    def block_for(self, n_states, n_actions, hw, count_visits, bootstrap="table") -> int:
+        """The DMA block of this run (sets ``block_``): ``block_bytes``, or when None the
+        largest that fits (:func:`pimrl.swiftrl.program.fitting_block`)."""
+        from pimrl.learners.variants import Variant
+        from pimrl.swiftrl.program import fitting_block
+
+        if self.block_bytes is not None:
+            self.block_ = int(self.block_bytes)
+        else:
+            variant = Variant(self.params.algo, self.params.dtype, self.params.sampling,
+                              bootstrap=bootstrap, tasklet_mode=self.params.tasklet_mode)
+            self.block_ = fitting_block(n_states, n_actions, self.tasklets, variant,
+                                        count_visits, hw)
+        return self.block_
 
     def _set_learned(self, counters, bounds, program, hw, tables, fresh=False,
                      tasklet_counters=None) -> "PimTrainer":
