@@ -170,6 +170,19 @@ GPU_SIM_SCRIPT = textwrap.dedent("""
     g = gpu_baseline(rec, 500, 6, p, partitions=4, lanes=3, threads_per_block=4)
     assert np.array_equal(g.q_raw, pim.dpu_tables_)
     assert np.array_equal(g.q, pim.q_)
+    # Tasklet modes rows (lanes grouped by state, a snapshot each epoch) and unlocked (the
+    # ring's table): the DPUs' tables again.
+    rec = generate_dataset(env, 400, seed=5)
+    for v, na, mode in (("q-int32-seq", "logged", "rows"), ("q-fp32-str", "logged", "rows"),
+                        ("sarsa-fp32-ran", "epsilon-greedy", "rows"),
+                        ("sarsa-int32-seq", "logged", "rows"),
+                        ("q-fp32-ran", "logged", "unlocked")):
+        p = LearnerParams(**parse_variant(v), epochs=2, next_action=na, epsilon=0.4, seed=3,
+                          tasklet_mode=mode)
+        pim = PimTrainer(p, n_dpus=3, tasklets=4, keep_dpu_tables=True).fit(rec, 500, 6)
+        g = gpu_baseline(rec, 500, 6, p, partitions=3, lanes=4, threads_per_block=4)
+        assert np.array_equal(g.q_raw, pim.dpu_tables_), (v, mode)
+        n += 1
     print("GPU-SIM-OK" if SIMULATED else "GPU-REAL-OK", n)
 """)
 
@@ -184,7 +197,7 @@ def test_gpu_kernels_in_cuda_simulator():
     out = subprocess.run([sys.executable, "-c", GPU_SIM_SCRIPT], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "GPU-SIM-OK 36" in out.stdout     # 18 variant cases x 2 environments
+    assert "GPU-SIM-OK 41" in out.stdout     # 18 variant cases x 2 environments, 5 modes
 
 
 def _real_gpu() -> bool:
@@ -203,7 +216,7 @@ def test_gpu_kernels_on_a_real_gpu():
     out = subprocess.run([sys.executable, "-c", GPU_SIM_SCRIPT], cwd=ROOT, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "GPU-REAL-OK 36" in out.stdout
+    assert "GPU-REAL-OK 41" in out.stdout
 
 
 PTX_SCRIPT = textwrap.dedent("""

@@ -338,3 +338,35 @@ def test_variant_registry_is_the_one_source():
     assert p.kernel_scalars()[V.P_EPOCHS] == p.epochs
     with pytest.raises(ValueError, match="sampling must be one of seq, str, ran"):
         V.Variant("q", "fp32", "zigzag")
+
+
+def test_state_lanes_balance_and_ownership():
+    """Tasklet mode rows' lanes (pimrl.partition.state_lanes): every record in the lane that
+    writes its entry, each state owned by one lane or marked split, a state heavier than a
+    fair share split by action, lanes balanced longest-first, the order within a lane kept;
+    the same call gives the same lanes."""
+    rs = np.random.default_rng(4)
+    n, T = 4000, 8
+    states = rs.integers(0, 40, n).astype(np.int32)
+    states[:900] = 7                                     # heavier than n / T = 500
+    actions = rs.integers(0, 4, n).astype(np.uint8)
+    bounds = np.array([0, 2500, n])
+    order, lanes, owner, slist, lists = state_lanes(states, bounds, T, 40, actions, 4)
+    again = state_lanes(states, bounds, T, 40, actions, 4)
+    assert all(np.array_equal(x, y) for x, y in zip((order, lanes, owner, slist, lists), again))
+    assert sorted(order.tolist()) == list(range(n))
+    for p in range(2):
+        part = order[bounds[p]:bounds[p + 1]]
+        assert part.min() >= bounds[p] and part.max() < bounds[p + 1]
+        entry_lane = {}
+        for t in range(T):
+            idx = order[lanes[p, t, 0]:lanes[p, t, 1]]
+            assert np.all(np.diff(idx) > 0)                   # the lane keeps the records' order
+            for i in idx:
+                assert entry_lane.setdefault((states[i], actions[i]), t) == t
+                assert owner[p, states[i]] in (t, SPLIT)
+        sizes = lanes[p, :, 1] - lanes[p, :, 0]
+        assert sizes.max() <= 1.15 * (bounds[p + 1] - bounds[p]) / T
+        snap = slist[p, :lists[p, -1]]
+        assert sorted(snap.tolist()) == sorted({int(s) for s in states[bounds[p]:bounds[p + 1]]})
+    assert owner[0, 7] == SPLIT and (owner[:, 40 - 1] != 255).all()

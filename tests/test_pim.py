@@ -1,4 +1,5 @@
 """The simulated UPMEM system: bit-exact kernels, SDK transfer rules, memory, aggregation."""
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -18,6 +19,8 @@ from pimrl.pim import system as sdk
 from pimrl.learners.aggregate import float_to_raw, raw_to_float
 from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
+from pimrl.learners.variants import P_N_RECORDS, PARAMS_WORDS
+from pimrl.swiftrl.costs import C
 from pimrl.swiftrl.program import RlProgram
 from pimrl.pim.system import KernelProgram, Machine, dpu_alloc
 from pimrl.swiftrl.trainer import PimTrainer
@@ -498,3 +501,118 @@ def test_freed_memories_are_reused_zeroed_and_capped(monkeypatch):
     assert kept
     for _, shape, dtype in kept:
         assert not memory.reused_zeros(shape, np.dtype(dtype)).any()
+
+
+# ----------------------------------------------------------------------------- tasklet modes
+def rows_reference(params, n_dpus, tasklets, records=RECORDS):
+    """Tasklet mode rows by the reference learner: each DPU's records grouped by state
+    (pimrl.partition.state_lanes) and its lanes learned with their owners."""
+    from pimrl.partition import state_lanes
+
+    bounds = even_bounds(len(records), n_dpus)
+    order, lanes, owner, states, lists = state_lanes(records["state"], bounds, tasklets, S,
+                                                     records["action"], A)
+    ordered = records[order]
+    return np.stack([learn_partition(ordered, S, A, params, lanes[d],
+                                     lane_ids=np.arange(d * tasklets, (d + 1) * tasklets),
+                                     owners=(owner[d], states[d], lists[d])).q_raw
+                     for d in range(n_dpus)])
+
+
+@pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
+def test_rows_mode_bit_exact_with_reference(algo, dtype, sampling):
+    """Tasklet mode rows, all twelve variants: the DPU kernel equals the reference for 1, 3
+    and 16 tasklets (a heavy state split over lanes among them), 1 and 2 numba threads, and
+    differs from the ring's table (the modes are not one order)."""
+    recs = RECORDS.copy()
+    recs["state"][:600] = 2                      # a heavy state: split by action over lanes
+    p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=2, stride=3, seed=9,
+                      next_action="epsilon-greedy" if algo == "sarsa" else "logged",
+                      epsilon=0.2, tasklet_mode="rows")
+    for n_dpus, tasklets in ((1, 16), (3, 3), (2, 1)):
+        expected = rows_reference(p, n_dpus, tasklets, recs)
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            try:
+                tr = PimTrainer(p, n_dpus=n_dpus, tasklets=tasklets, keep_dpu_tables=True,
+                                block_bytes=256).fit(recs, S, A)
+            finally:
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            assert np.array_equal(tr.dpu_tables_, expected), (n_dpus, tasklets, threads)
+            c = tr.counters_
+            assert (c[:, C["snapshot_rows"]] > 0).all() and (c[:, C["conflicts"]] == 0).all()
+            if tasklets > 1:
+                assert (c[:, C["snapshot_reads"]] > 0).all()
+            if tasklets == 1:                        # one lane: the ring's order
+                ring = PimTrainer(dataclasses.replace(p, tasklet_mode="ring"), n_dpus=n_dpus,
+                                  tasklets=1, keep_dpu_tables=True).fit(recs, S, A)
+                assert np.array_equal(ring.dpu_tables_, tr.dpu_tables_)
+        if tasklets == 16:
+            ring = reference_tables(dataclasses.replace(p, tasklet_mode="ring"), n_dpus, 16, recs)
+            assert not np.array_equal(ring, expected)
+
+
+@pytest.mark.parametrize("variant", ["q-int32-seq", "sarsa-fp32-ran"])
+def test_unlocked_mode_is_the_rings_table_with_its_conflicts_counted(variant):
+    """Tasklet mode unlocked computes the ring's table bit for bit, prices every tasklet at
+    once (below the ring's kernel time) and counts two tasklets' updates of one entry at one
+    round-robin step (known answer: every lane holds the same record)."""
+    algo, dtype, sampling = variant.split("-")
+    p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=2, seed=4)
+    ring = PimTrainer(p, n_dpus=2, tasklets=16, keep_dpu_tables=True).fit(RECORDS, S, A)
+    unl = PimTrainer(dataclasses.replace(p, tasklet_mode="unlocked"), n_dpus=2, tasklets=16,
+                     keep_dpu_tables=True).fit(RECORDS, S, A)
+    assert np.array_equal(unl.dpu_tables_, ring.dpu_tables_)
+    assert unl.timings_.modelled_s["dpu_kernel"] < 0.2 * ring.timings_.modelled_s["dpu_kernel"]
+    assert unl.conflicts_ > 0 and ring.conflicts_ == 0
+    # Every record alike: at each step all 4 lanes update one entry, 3 of them conflict.
+    same = np.repeat(RECORDS[:1], 64)
+    seq = LearnerParams(tasklet_mode="unlocked", epochs=3)
+    tr = PimTrainer(seq, n_dpus=1, tasklets=4).fit(same, S, A)
+    assert tr.conflicts_ == 3 * (64 // 4) * 3
+
+
+def test_tasklet_mode_wram_and_lane_checks():
+    """An impossible mode for the table and the tasklets is refused in one line naming what
+    fits; bad lane words from a host fault the DPU, naming the words."""
+    hw = get_hardware()
+    with pytest.raises(ValueError, match=r"WRAM overflow: .*snapshot.*--tasklets \\d+"):
+        RlProgram(500, 6, 16, "sarsa", "fp32", "seq", 2048, hw, count_visits=True,
+                  tasklet_mode="rows")
+    # the trainer's default block fits the buffers beside the globals
+    p = LearnerParams(algo="sarsa", tasklet_mode="rows", epochs=1)
+    recs = random_records(4000, 500, 6, seed=2)
+    tr = PimTrainer(p, n_dpus=2, tasklets=16, aggregate="weighted").fit(recs, 500, 6)
+    assert tr.block_ < 2048 and tr.block_ % 16 == 0
+    prog = RlProgram(S, A, 4, "q", "fp32", "seq", 256, hw, tasklet_mode="rows")
+    s = dpu_alloc(1, machine=small_machine())
+    s.load(prog)
+    params = np.zeros((1, PARAMS_WORDS), np.int64)
+    params[0, :len(LearnerParams().kernel_scalars())] = LearnerParams(
+        tasklet_mode="rows").kernel_scalars()
+    params[0, P_N_RECORDS] = 32
+    s.scatter_to(sdk.DPU_MRAM_HEAP_POINTER_NAME, 0, RECORDS[:32].view(np.uint8)[None])
+    s.scatter_to("params", 0, params.view(np.uint8))
+    s.broadcast_to("lane_bounds", 0, np.array([0, 10, 20, 30, 40, 0, 0, 0, 0, 0], np.int32))
+    with pytest.raises(DpuError, match="lane_bounds' record ranges"):
+        s.launch()
+    s.free()
+
+
+def test_tasklet_mode_cli(capsys):
+    """--tasklet-mode on pimrl train: its JSON names the mode, the block and, unlocked, the
+    conflicts; online refuses the modes it does not run, in one line."""
+    base = ["train", "--env", "CliffWalking-v1", "--transitions", "3000", "--backend", "pim",
+            "--dpus", "3", "--tasklets", "4", "--epochs", "2", "--json", "--no-eval"]
+    for mode in ("rows", "unlocked", None):
+        assert main(base + (["--tasklet-mode", mode] if mode else [])) == 0
+        run = json.loads(capsys.readouterr().out)["runs"][0]
+        assert run["tasklet_mode"] == (mode or "rows") and run["block_bytes"] == 2048
+        assert (run["conflicts"] is not None) == (mode == "unlocked")
+    assert main(["train", "--env", "CliffWalking-v1", "--online", "--steps", "100", "--dpus",
+                 "2", "--tasklet-mode", "rows"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "ring order" in err
+    assert main(["train", "--env", "CliffWalking-v1", "--transitions", "1000",
+                 "--tasklet-mode", "rows"]) == 2
+    assert "only applies to --backend pim" in capsys.readouterr().err

@@ -231,6 +231,13 @@ _THREE_OPERAND = ("add", "sub", "and", "or", "xor", "sal", "shl", "shr", "sar", 
 _REG_ONLY = re.compile(r"^%([a-z0-9]+)$")
 
 
+def _base_op(mnemonic: str) -> str:
+    """``addl`` -> ``add``, ``sall`` -> ``sal``: the operation without its size suffix."""
+    stem = mnemonic[:-1]
+    return stem if mnemonic[-1:] in "lqwb" and (stem in _THREE_OPERAND or stem in _SHIFT_IMM) \
+        else mnemonic
+
+
 def _operands(ops: str) -> list:
     return [o.strip() for o in ops.split(",")] if ops else []
 
@@ -262,14 +269,14 @@ def three_operand_fusions(instrs) -> set:
         m2, ops2 = instrs[i + 1][0], instrs[i + 1][1]
         a, b = _operands(ops), _operands(ops2)
         if (m in ("movl", "movq") and len(a) == 2 and _REG_ONLY.match(a[0])
-                and _REG_ONLY.match(a[1]) and m2.rstrip("lq") in _THREE_OPERAND and b
+                and _REG_ONLY.match(a[1]) and _base_op(m2) in _THREE_OPERAND and b
                 and _REG_ONLY.match(b[-1])
                 and _reg_family(a[1][1:]) == _reg_family(b[-1][1:])
                 and not any(_reg_family(r) == _reg_family(a[1][1:])
                             for p in b[:-1] for r in _REG_NAME.findall(p))):
             fused.add(i)
-        elif (m.rstrip("lq") in _SHIFT_IMM and len(a) == 2 and a[0].startswith("$")
-              and _REG_ONLY.match(a[1]) and m2.rstrip("lq") == "add" and len(b) == 2
+        elif (_base_op(m) in _SHIFT_IMM and len(a) == 2 and a[0].startswith("$")
+              and _REG_ONLY.match(a[1]) and _base_op(m2) == "add" and len(b) == 2
               and all(_REG_ONLY.match(x) for x in b)):
             shifted = _reg_family(a[1][1:])
             src, dst = _reg_family(b[0][1:]), _reg_family(b[1][1:])

@@ -190,6 +190,9 @@ class SwiftRlCProgram(DpuRtProgram):
         so = self.symbols["stats"].offset
         slots = np.asarray(slots, dtype=np.int64)
         result.counters = alloc.wram[slots, so:so + 8 * N_COUNTERS].copy().view(np.int64)
+        if "perf" in self.symbols:                 # built with SWIFTRL_PERFCOUNTER
+            po = self.symbols["perf"].offset
+            self.last_launch["perf"] = alloc.wram[slots, po:po + 8].copy().view(np.uint64)[:, 0]
         tasklet_counters = None
         if "tasklet_stats" in self.symbols:        # built with SWIFTRL_TASKLET_STATS
             to = self.symbols["tasklet_stats"].offset
