@@ -195,7 +195,7 @@ def test_gpu_kernels_in_cuda_simulator():
     # NUMBA_ENABLE_CUDASIM must be set before numba.cuda is imported: a fresh interpreter.
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     out = subprocess.run([sys.executable, "-c", GPU_SIM_SCRIPT], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "GPU-SIM-OK 41" in out.stdout     # 18 variant cases x 2 environments, 5 modes
 

@@ -87,6 +87,35 @@ def test_dpu_cycles_bounds():
     one = kcost.kernel_cycles(hw, counts, costs, 1)
     instr = 100 + 100 + 3
     assert one[0] == pytest.approx(11 * instr + 3 * (hw.dma_alpha_read + 0.5 * 2048))
+    dma = 3 * (hw.dma_alpha_read + 0.5 * 2048)
+    # unlocked: the ring's equal lanes at once, the pipeline's three bounds
+    assert kcost.kernel_cycles(hw, counts, costs, 16, "unlocked")[0] == pytest.approx(
+        max(instr, dma, (dma + 11 * instr) / 16))
+
+
+def test_revolving_pipeline_of_unequal_shares():
+    """Tasklets at once on unequal shares (tasklet mode rows): while m run, each issues every
+    max(11, m) cycles; a lone long share runs at 11 cycles an instruction; never below the
+    pipeline's total, a tasklet's own chain or the DMA engine's total."""
+    hw = Hardware()
+    equal = np.full((1, 16), 100.0)
+    assert kcost.revolving_cycles(hw, equal, np.zeros((1, 16)))[0] == 1600      # saturated
+    assert kcost.revolving_cycles(hw, np.full((1, 4), 100.0), np.zeros((1, 4)))[0] == 1100
+    shares = np.array([[100.0] * 15 + [400.0]])
+    # 16 run the first 100 at 16 cycles each, then one runs 300 more at 11
+    assert kcost.revolving_cycles(hw, shares, np.zeros((1, 16)))[0] == 16 * 100 + 11 * 300
+    dma = np.zeros((1, 16))
+    dma[0, -1] = 10_000.0                          # one tasklet waits for its transfers
+    assert kcost.revolving_cycles(hw, shares, dma)[0] == 11 * 400 + 10_000
+    counts = np.zeros((1, 4, len(kcost.COUNTERS)), np.int64)
+    counts[0, :, kcost.C["updates"]] = [10, 10, 10, 40]
+    counts[0, :, kcost.C["snapshot_rows"]] = [5, 0, 0, 0]
+    counts[0, :, kcost.C["lane_epochs"]] = 1
+    costs = {"updates": 10.0, "snapshot_rows": 20.0, "lane_epochs": 2.0}
+    # the snapshot phase, then the updates, each at the revolving pipeline's pace
+    snap = 11 * (5 * 20 + 2)
+    upd = 11 * 400
+    assert kcost.kernel_cycles(hw, counts.sum(1), costs, 4, "rows", counts)[0] == snap + upd
 
 
 def test_transfers_really_go_through_the_ledger():

@@ -1,7 +1,8 @@
 """Which hardware parameters move the SwiftRL study's modelled conclusions.
 
 The study: Taxi-v3, 1M transitions, the twelve variants (Q-learning/SARSA x FP32/INT32 x
-SEQ/STR/RAN), 16 tasklets, trained on 125 and on 2,000 DPUs. Two conclusions are checked:
+SEQ/STR/RAN), 16 tasklets in pimrl's default tasklet mode, trained on 125 and on 2,000 DPUs.
+Two conclusions are checked:
 the modelled speedup from 125 to 2,000 DPUs (T125 / T2000, all four time categories), and
 PIM against a fixed CPU time (CPU / T2000: its relative change does not depend on the CPU
 figure, so none is needed). Each parameter is varied by +-delta via
@@ -20,9 +21,8 @@ import numpy as np
 
 from pimrl.calibration.calibrate import percent
 from pimrl.learners.params import LearnerParams
-from pimrl.learners.variants import all_variants
+from pimrl.learners.variants import DEFAULT_TASKLET_MODE, PARAMS_WORDS, all_variants
 from pimrl.pim import cost
-from pimrl.swiftrl import costs as kcost
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.pim.system import Machine, dpu_alloc
 from pimrl.swiftrl.trainer import PimTrainer
@@ -34,7 +34,7 @@ ENV = "Taxi-v3"
 # Parameters varied (hardware fields, or op_<name> instruction counts).
 PARAMETERS = (
     "frequency_hz", "issue_interval", "dma_alpha_read", "dma_beta",
-    "op_int32_mul", "op_int64_mul", "op_float_add", "op_float_sub", "op_float_mul",
+    "op_int32_mul", "op_int64_mul", "op_mul8", "op_float_add", "op_float_sub", "op_float_mul",
     "op_float_cmp", "op_mutex",
     "parallel_to_dpu_gbps_1r", "parallel_from_dpu_gbps_1r", "broadcast_gbps_1r",
     "serial_to_dpu_gbps", "serial_from_dpu_gbps",
@@ -77,6 +77,8 @@ class Run:
     n_ranks: int
     program: object
     counters: np.ndarray
+    tasklet_counters: np.ndarray | None
+    params: np.ndarray
     events: list
     modelled_s: float
     categories: dict
@@ -86,13 +88,17 @@ def record_runs(records, n_states, n_actions, hw: Hardware, epochs: int = 1, var
                 dpu_counts=DPU_COUNTS, tasklets: int = TASKLETS) -> list:
     runs = []
     for algo, dtype, sampling in variants:
-        params = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=epochs)
+        params = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=epochs,
+                               tasklet_mode=DEFAULT_TASKLET_MODE)
+        words = np.zeros(PARAMS_WORDS, np.int64)
+        words[:len(params.kernel_scalars())] = params.kernel_scalars()
         for n in dpu_counts:
             tr = PimTrainer(params, n_dpus=n, tasklets=tasklets, hardware=hw).fit(records, n_states, n_actions)
             probe = dpu_alloc(n, machine=Machine(hw))
             n_ranks = probe.nr_ranks
             probe.free()
             runs.append(Run((algo, dtype, sampling), n, n_ranks, tr.program_, tr.counters_,
+                            tr.tasklet_counters_, np.tile(words, (n, 1)),
                             list(tr.timings_.events), tr.timings_.modelled_total_s,
                             dict(tr.timings_.modelled_s)))
     return runs
@@ -108,7 +114,7 @@ def recost(run: Run, hw: Hardware) -> dict:
         elif what == "latency: synchronisation":
             secs = hw.sync_latency_s
         elif what.startswith("launch"):
-            cyc = kcost.kernel_cycles(hw, run.counters, run.program.costs(hw), run.program.tasklets)
+            cyc = run.program.cycles(hw, run.counters, run.params, run.tasklet_counters)
             secs = float(cyc.max()) / hw.frequency_hz
         elif what.startswith("broadcast"):
             secs = cost.broadcast_seconds(hw, b, n, run.n_ranks)

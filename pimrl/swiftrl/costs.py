@@ -193,21 +193,17 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
 
 
 def instructions(counts: np.ndarray, costs: dict) -> np.ndarray:
-    """DPU instructions of each row of ``counts`` (..., len(COUNTERS)) at ``costs``."""
+    """DPU instructions of each row of ``counts`` (..., len(COUNTERS)) at ``costs`` (an event
+    ``costs`` does not name costs nothing)."""
     counts = np.asarray(counts, dtype=np.float64)
 
     def c(name):
-        return counts[..., C[name]]
-    return (c("updates") * costs["updates"]
-            + (c("updates") - c("terminal_updates")) * costs["non_terminal"]
-            + c("scanned_entries") * costs["scanned_entries"]
-            + c("rng_draws") * costs["rng_draws"]
-            + c("below_draws") * costs["below_draws"]
-            + c("wide_draws") * costs["wide_draws"]
-            + c("dma_reads") * costs["dma_reads"]
-            + c("snapshot_rows") * costs["snapshot_rows"]
-            + c("snapshot_reads") * costs["snapshot_reads"]
-            + c("lane_epochs") * costs["lane_epochs"])
+        return counts[..., C[name]] * costs.get(name, 0.0)
+    non_terminal = ((counts[..., C["updates"]] - counts[..., C["terminal_updates"]])
+                    * costs.get("non_terminal", 0.0))
+    return non_terminal + sum(c(name) for name in (
+        "updates", "scanned_entries", "rng_draws", "below_draws", "wide_draws", "dma_reads",
+        "snapshot_rows", "snapshot_reads", "lane_epochs"))
 
 
 def dma_engine_cycles(hw: Hardware, counts: np.ndarray) -> np.ndarray:
