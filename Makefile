@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_baselines.py --n 200000 --epochs 2
 	$(PY) benchmarks/bench_shim.py
 	$(PY) benchmarks/bench_dask.py
+	$(PY) benchmarks/bench_pim_limit.py --variants q-fp32-seq,q-int32-seq,q-int32-ran
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -30,6 +30,11 @@ def profile(hardware: Hardware) -> str:
         mine, theirs = getattr(hardware, field.name), getattr(preset, field.name)
         if field.name == "name" or mine == theirs:
             continue
+        if field.name == "op_instructions":          # each operation as op_<name>=N
+            for op, n in mine.items():
+                if n != theirs.get(op):
+                    items.append(f"op_{op}={float(n)!r}")
+            continue
         if isinstance(mine, bool) or not isinstance(mine, (int, float)):
             raise ValueError(f"hardware field {field.name} differs from {hardware.name}'s and is "
                              "not a number a profile can carry")

@@ -162,6 +162,7 @@ def test_recosting_reproduces_the_trainer():
     from pimrl.calibration.sensitivity import record_runs, recost, varied
     from pimrl.data import generate_dataset
     from pimrl.learners.params import LearnerParams
+    from pimrl.learners.variants import DEFAULT_TASKLET_MODE
     from pimrl.swiftrl.trainer import PimTrainer
 
     hw = get_hardware()
@@ -169,6 +170,7 @@ def test_recosting_reproduces_the_trainer():
     runs = record_runs(records, 500, 6, hw, variants=[("q", "int32", "ran")], dpu_counts=(125,))
     assert sum(recost(runs[0], hw).values()) == pytest.approx(runs[0].modelled_s, rel=1e-12)
     hw2, _ = varied(hw, "frequency_hz", 1.2)
-    direct = PimTrainer(LearnerParams(dtype="int32", sampling="ran"), n_dpus=125, tasklets=16,
-                        hardware=hw2).fit(records, 500, 6)
+    direct = PimTrainer(LearnerParams(dtype="int32", sampling="ran",
+                                      tasklet_mode=DEFAULT_TASKLET_MODE),
+                        n_dpus=125, tasklets=16, hardware=hw2).fit(records, 500, 6)
     assert sum(recost(runs[0], hw2).values()) == pytest.approx(direct.timings_.modelled_total_s, rel=1e-12)

@@ -108,7 +108,8 @@ def test_profile_selects_the_same_hardware():
 
     for hw in (get_hardware("upmem-640"),
                get_hardware("upmem-640", {"frequency_hz": 512.5e6, "n_ranks": 3}),
-               get_hardware("upmem-v1b", {"dma_beta": 0.3, "serial_to_dpu_gbps": 1 / 3})):
+               get_hardware("upmem-v1b", {"dma_beta": 0.3, "serial_to_dpu_gbps": 1 / 3}),
+               get_hardware("upmem-640", {"op_mul8": 2, "frequency_hz": 500e6})):
         text = simulator.profile(hw)
         assert system.machine_for_profile(text).hw == hw, text
         with DpuSet(nr_dpus=1, profile=text) as one:

@@ -103,7 +103,7 @@ def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
     tasklets, on a small table (S=13, A=4; half the variants) or a larger one (S=500, A=6).
     Tasklet mode rows is priced from each tasklet's counters (the kernel built with
     SWIFTRL_TASKLET_STATS). benchmarks/calibrate_kernel_costs.py check runs both shapes for
-    every variant (largest gap 3.7 %)."""
+    every variant (largest gap 3.6 %)."""
     index = VARIANTS.index((algo, dtype, sampling))
     n_states, n_actions = ((S, A), (500, 6))[index % 2]
     records = random_records(8000, n_states, n_actions, seed=11)

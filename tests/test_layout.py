@@ -48,10 +48,19 @@ def test_train_defaults_come_from_learner_params_and_the_trainer():
     from dataclasses import fields
 
     from pimrl.learners.params import LearnerParams
+    from pimrl.cli.train import _params
+    from pimrl.learners.variants import DEFAULT_TASKLET_MODE
     from pimrl.swiftrl.trainer import PimTrainer
 
     args = _train_parser().parse_args(["--env", "Taxi-v3"])
     for f in fields(LearnerParams):
+        if f.name == "tasklet_mode":
+            # the contract's default is the ring (the oracle's order); a run's is the fastest
+            assert f.default == "ring" and args.tasklet_mode is None
+            pim = _train_parser().parse_args(["--env", "Taxi-v3", "--backend", "pim"])
+            assert _params(pim).tasklet_mode == DEFAULT_TASKLET_MODE
+            assert _params(args).tasklet_mode == "ring"
+            continue
         assert getattr(args, f.name) == f.default, f.name
     sig = inspect.signature(PimTrainer).parameters
     assert args.tasklets == sig["tasklets"].default and args.kernel == sig["kernel"].default

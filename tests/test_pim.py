@@ -293,8 +293,10 @@ def test_memory_is_lazy_and_pages_cross_correctly():
 
 @pytest.mark.slow
 def test_peak_memory_2560_dpus_1m_transitions_under_2gib():
+    # The child's own peak (VmHWM of its address space): ru_maxrss would carry over the
+    # peak of the process it was spawned from (Linux keeps it across exec).
     code_ = r"""
-import resource, numpy as np
+import numpy as np
 from pimrl.envs import make
 from pimrl.data import generate_dataset
 from pimrl.learners.params import LearnerParams
@@ -302,7 +304,8 @@ from pimrl.swiftrl.trainer import PimTrainer
 env = make("Taxi-v3")
 rec = generate_dataset(env, 1_000_000, 0)
 tr = PimTrainer(LearnerParams(), n_dpus=2560, tasklets=16, hardware="upmem-2560").fit(rec, 500, 6)
-print(tr.n_updates_, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+print(tr.n_updates_, int(hwm.split()[1]))
 """
     out = subprocess.run([sys.executable, "-c", code_], capture_output=True, text=True, check=True)
     updates, maxrss_kib = map(int, out.stdout.split())
@@ -424,6 +427,19 @@ def test_kernel_reads_records_alike_from_mram_pages_and_wram_buffers(variant):
     s.free()
     t = dpu_alloc(2, machine=small_machine())
     assert t.alloc.wram is wram and not wram.any()
+
+
+def test_operation_overrides_reach_the_kernel_time(capsys):
+    """--hw op_<name>=N reaches the DPUs' cost (the what-if of the README's tour): an 8x8
+    multiply at two instructions slows the INT32 kernel, and nothing else."""
+    args = ["train", "--env", "Taxi-v3", "--transitions", "20000", "--backend", "pim",
+            "--dpus", "8", "--dtype", "int32", "--no-eval", "--json"]
+    times = []
+    for extra in ([], ["--hw", "op_mul8=2"]):
+        assert main(args + extra) == 0
+        times.append(json.loads(capsys.readouterr().out)["runs"][0]["modelled_s"])
+    assert times[1]["dpu_kernel"] > times[0]["dpu_kernel"] * 1.05
+    assert times[1]["cpu_dpu"] == times[0]["cpu_dpu"]
 
 
 @pytest.mark.parametrize("override,message", [
@@ -576,7 +592,7 @@ def test_tasklet_mode_wram_and_lane_checks():
     """An impossible mode for the table and the tasklets is refused in one line naming what
     fits; bad lane words from a host fault the DPU, naming the words."""
     hw = get_hardware()
-    with pytest.raises(ValueError, match=r"WRAM overflow: .*snapshot.*--tasklets \\d+"):
+    with pytest.raises(ValueError, match=r"WRAM overflow: .*snapshot.*--tasklets \d+"):
         RlProgram(500, 6, 16, "sarsa", "fp32", "seq", 2048, hw, count_visits=True,
                   tasklet_mode="rows")
     # the trainer's default block fits the buffers beside the globals

@@ -40,11 +40,17 @@ def test_upmem_v1b_limits(tmp_path, capsys):
     assert main(["train", "--env", "FrozenLake-v1", "--transitions", "500", "--backend", "pim",
                  "--dpus", "2", "--hardware", "upmem-v1b", "--tasklets", "24"]) == 2
     assert "upmem-v1b runs at most 16 tasklets; got 24" in capsys.readouterr().err
-    # 841 x 4 table: fits the default's 64 KiB WRAM beside 16 tasklets' buffers, not v1b's.
-    args = ["train", "--env", "FrozenLake-v1:size=29,seed=1", "--transitions", "2000",
-            "--backend", "pim", "--dpus", "2", "--no-eval", "--hardware"]
+    # 841 x 4 table and visit counts: fit the default's 64 KiB WRAM beside 16 tasklets' 2 KiB
+    # buffers, not v1b's. With that block asked for, the error names the need; left to
+    # itself, the trainer picks a block that fits.
+    base = ["train", "--env", "FrozenLake-v1:size=29,seed=1", "--transitions", "2000",
+            "--backend", "pim", "--dpus", "2", "--no-eval", "--tasklet-mode", "ring",
+            "--aggregate", "weighted"]
+    args = base + ["--block-bytes", "2048", "--hardware"]
     assert main(args + ["upmem-2556"]) == 0
     capsys.readouterr()
     assert main(args + ["upmem-v1b"]) == 2
     err = capsys.readouterr().err
-    assert "WRAM overflow" in err and "need 64128 B; WRAM holds 63488 B" in err
+    assert "WRAM overflow" in err and "need 64168 B; WRAM holds 63488 B" in err
+    assert main(base + ["--hardware", "upmem-v1b", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["block_bytes"] < 2048

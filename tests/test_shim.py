@@ -252,9 +252,11 @@ def test_headers_agree_with_python(shim, tmp_path):
     lines = [f'printf("{n} %d\\n", (int){n});' for n in DpuErrorCode.__members__]
     fields = ("algo", "dtype", "sampling", "stride", "epochs", "sarsa_draw", "eps_threshold",
               "frac_bits", "alpha_f32_bits", "gamma_f32_bits", "alpha_fx", "gamma_fx")
-    assert fields == P.KERNEL_SCALARS
+    # tasklet_mode came later: it sits after the host's words, at its own index
+    assert fields + ("tasklet_mode",) == P.KERNEL_SCALARS
     counters = ("UPDATES", "TERMINAL", "SCANNED", "RNG", "BELOW", "DMA_READS", "DMA_READ_BYTES",
-                "DMA_WRITES", "DMA_WRITE_BYTES", "SATURATIONS", "FAULT", "STEPS")
+                "DMA_WRITES", "DMA_WRITE_BYTES", "SATURATIONS", "FAULT", "STEPS",
+                "SNAPSHOT_ROWS", "SNAPSHOT_READS", "LANE_EPOCHS", "CONFLICTS", "WIDE_DRAWS")
     assert len(counters) == len(kcost.COUNTERS)
     checks = {
         **{f"SWIFTRL_P_{n.upper()}": getattr(P, f"P_{n.upper()}") for n in
@@ -263,6 +265,7 @@ def test_headers_agree_with_python(shim, tmp_path):
         **{f"offsetof(swiftrl_params_t, {f}) / 8": i for i, f in enumerate(fields)},
         **{f"offsetof(swiftrl_params_t, {f}) / 8": getattr(P, f"P_{n}") for f, n in
            (("own_shared", "OWN_SHARED"), ("policy_max_f32_bits", "POLICY_MAX32"),
+            ("tasklet_mode", "TASKLET_MODE"),
             ("policy_max_fx", "POLICY_MAX_FX"), ("policy_mean_f32_bits", "POLICY_MEAN32"),
             ("policy_mean_fx", "POLICY_MEAN_FX"))},
         "SWIFTRL_P_POLICY_MEAN_FX": P.P_POLICY_MEAN_FX,
@@ -278,6 +281,8 @@ def test_headers_agree_with_python(shim, tmp_path):
         "SWIFTRL_FP32": P.DTYPE.code("fp32"), "SWIFTRL_INT32": P.DTYPE.code("int32"),
         "SWIFTRL_SEQ": P.SAMPLING.code("seq"), "SWIFTRL_STR": P.SAMPLING.code("str"),
         "SWIFTRL_RAN": P.SAMPLING.code("ran"),
+        "SWIFTRL_P_TASKLET_MODE": P.P_TASKLET_MODE,
+        **{f"SWIFTRL_MODE_{m.upper()}": P.TASKLET_MODE.code(m) for m in P.TASKLET_MODE.names},
     }
     names = [f"{n}" for n in checks]
     lines += [f'printf("%s %d\\n", "{n.replace(" ", "")}", (int)({n}));' for n in names]

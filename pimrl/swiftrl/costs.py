@@ -89,6 +89,11 @@ PLAIN = {
 #: DPU runtime's handshake: both tasklets run on). Fitted on the ring's cycles at 4 to 16
 #: tasklets (8 to 13.5; benchmarks/calibrate_kernel_costs.py).
 RING_OVERLAP = 10.5
+#: A launch's fixed work per tasklet when several run at once (modes rows and unlocked): the
+#: start barrier, the heap, the end of the lane and, under the stats mutex, the counters'
+#: sums, which the other tasklets wait for spinning. Fitted on the C kernel at 16 tasklets
+#: and 2,000 to 20,000 records (360 to 490).
+TASKLET_LAUNCH = 420.0
 #: One pass of the online kernel's token (pimrl.online.program): handshake_wait_for,
 #: handshake_notify and the loop's tests around them, calibrated on its C kernel's blocks.
 TOKEN_PASS = 15.0
@@ -189,6 +194,7 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
                            if rows else 0.0),
         "lane_epochs": LANE_EPOCH[sampling] if rows else 0.0,
         "ring_overlap": RING_OVERLAP if tasklet_mode == "ring" and tasklets > 1 else 0.0,
+        "tasklet_launch": TASKLET_LAUNCH if tasklet_mode != "ring" and tasklets > 1 else 0.0,
     }
 
 
@@ -260,6 +266,7 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
     same within 5 % (tests/test_dpurt.py).
     """
     counts = np.asarray(counts, dtype=np.float64)
+    launch = costs.get("tasklet_launch", 0.0) if tasklets > 1 else 0.0
     if tasklet_mode == "rows" and tasklet_counts is not None:
         tc = np.asarray(tasklet_counts, dtype=np.float64)
         snap = np.zeros_like(tc)
@@ -267,7 +274,8 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
             snap[..., C[name]] = tc[..., C[name]]
         upd = tc - snap
         cycles = (revolving_cycles(hw, instructions(snap, costs), dma_engine_cycles(hw, snap))
-                  + revolving_cycles(hw, instructions(upd, costs), dma_engine_cycles(hw, upd)))
+                  + revolving_cycles(hw, instructions(upd, costs) + launch,
+                                     dma_engine_cycles(hw, upd)))
         return cycles
     instr = instructions(counts, costs)
     dma = dma_engine_cycles(hw, counts)
@@ -276,4 +284,4 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
         serial = instr - counts[:, C["updates"]] * costs.get("ring_overlap", 0.0)
         return dpu_cycles(hw, serial, dma, 1)
     # unlocked: the ring's equal lanes, every tasklet at once
-    return dpu_cycles(hw, instr, dma, tasklets)
+    return dpu_cycles(hw, instr + tasklets * launch, dma, tasklets)
