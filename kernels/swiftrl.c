@@ -38,6 +38,7 @@
  */
 #include <alloc.h>
 #include <barrier.h>
+#include <built_ins.h>
 #include <defs.h>
 #include <handshake.h>
 #include <mram.h>

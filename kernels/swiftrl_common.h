@@ -97,11 +97,14 @@ enum swiftrl_counter {
     SWIFTRL_C_CONFLICTS, SWIFTRL_C_WIDE_DRAWS, SWIFTRL_N_COUNTERS
 };
 
-/* Layout checks (C99: a negative array size fails the build). */
-typedef char swiftrl_check_record_bytes[sizeof(swiftrl_transition_t) == SWIFTRL_RECORD_BYTES ? 1 : -1];
-typedef char swiftrl_check_params_words[sizeof(swiftrl_params_t) == 8 * SWIFTRL_PARAMS_WORDS ? 1 : -1];
-typedef char swiftrl_check_n_records[offsetof(swiftrl_params_t, n_records) == 8 * SWIFTRL_P_N_RECORDS ? 1 : -1];
-typedef char swiftrl_check_own_hi[offsetof(swiftrl_params_t, own_hi) == 8 * SWIFTRL_P_OWN_HI ? 1 : -1];
-typedef char swiftrl_check_mode[offsetof(swiftrl_params_t, tasklet_mode) == 8 * SWIFTRL_P_TASKLET_MODE ? 1 : -1];
+/* Layout checks (C11). */
+_Static_assert(sizeof(swiftrl_transition_t) == SWIFTRL_RECORD_BYTES, "record size");
+_Static_assert(sizeof(swiftrl_params_t) == 8 * SWIFTRL_PARAMS_WORDS, "params words");
+_Static_assert(__builtin_offsetof(swiftrl_params_t, n_records) == 8 * SWIFTRL_P_N_RECORDS,
+               "params: n_records");
+_Static_assert(__builtin_offsetof(swiftrl_params_t, own_hi) == 8 * SWIFTRL_P_OWN_HI,
+               "params: own_hi");
+_Static_assert(__builtin_offsetof(swiftrl_params_t, tasklet_mode) == 8 * SWIFTRL_P_TASKLET_MODE,
+               "params: tasklet_mode");
 
 #endif /* SWIFTRL_COMMON_H */

@@ -670,6 +670,7 @@ def test_three_operand_forms_and_builtin_blocks_counted_as_on_a_dpu():
 
 
 MUL8_C = r"""
+#include <built_ins.h>
 #include <defs.h>
 #include <stdint.h>
 __host uint32_t args[2];
@@ -695,10 +696,13 @@ int main(void)
 
 
 def test_dpu_8x8_multiply_builtins(dpu_sim, tmp_path):
-    """The UPMEM compiler's __builtin_mul_<x>_<y>_rrr, known without an include: byte l (bits
-    0-7) or h (8-15) of each operand, signed (s) or not (u), their 16-bit product; each one
-    DPU instruction (the operation mul8)."""
+    """The SDK's __builtin_mul_<x>_<y>_rrr (<built_ins.h>): byte l (bits 0-7) or h (8-15) of
+    each operand, signed (s) or not (u), their 16-bit product; each one DPU instruction (the
+    operation mul8). Without the include they do not build, as on the SDK."""
     src = tmp_path / "mul8.c"
+    src.write_text(MUL8_C.replace("#include <built_ins.h>\n", ""))
+    with pytest.raises(Exception, match="undefined symbol: __builtin_mul_"):
+        dpu_sim(src, nr_dpus=1, nr_tasklets=1)
     src.write_text(MUL8_C)
     sim = dpu_sim(src, nr_dpus=1, nr_tasklets=1)
     rs = np.random.default_rng(0)

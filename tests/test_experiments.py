@@ -446,3 +446,65 @@ def test_a_stopped_sweep_leaves_no_task_behind_in_its_executor(tmp_path):
     assert ex.queue == []
     rep = run_scale(cfg, tmp_path / "b", progress=False, executor=ex)   # reused: only its rows
     assert rep.computed_rows == rep.pim_runs == 3
+
+
+MODES = """
+[study]
+name = "modes"
+seed = 1
+
+[learner]
+epochs = 4
+
+[baselines]
+cpu = false
+
+[[sweep]]
+name = "owned"
+kind = "strong"
+envs = ["FrozenLake-v1"]
+transitions = 4000
+dpus = [2]
+variants = ["q-int32-seq"]
+tasklets = [4]
+tasklet_modes = ["ring", "rows", "unlocked"]
+aggregators = ["own:2"]
+
+[[sweep]]
+name = "plain"
+kind = "strong"
+envs = ["FrozenLake-v1"]
+transitions = 4000
+dpus = [2]
+variants = ["q-int32-seq"]
+tasklets = [4]
+"""
+
+
+def test_tasklet_modes_sweep_columns_figure_and_table(tmp_path, capsys):
+    """A sweep over tasklet modes: one row a mode (column tasklet_mode; a sweep that names
+    none runs pimrl's default), unlocked's conflicts in pim_conflicts and the ring's table,
+    the modes figure and its table at the sweep's largest DPU count."""
+    from pimrl.learners.variants import DEFAULT_TASKLET_MODE
+
+    cfg = tmp_path / "modes.toml"
+    cfg.write_text(MODES)
+    out = tmp_path / "res"
+    assert main(["scale", str(cfg), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    rows = _rows(out)
+    by = {r["tasklet_mode"]: r for r in rows if r["sweep"] == "owned"}
+    assert set(by) == {"ring", "rows", "unlocked"}
+    assert [r["tasklet_mode"] for r in rows if r["sweep"] == "plain"] == [DEFAULT_TASKLET_MODE]
+    assert by["unlocked"]["mean_return"] == by["ring"]["mean_return"]
+    assert by["unlocked"]["pim_conflicts"] != "" and int(by["unlocked"]["pim_conflicts"]) >= 0
+    assert by["ring"]["pim_conflicts"] == by["rows"]["pim_conflicts"] == ""
+    kernel = {m: float(r["pim_kernel_modelled_s"]) for m, r in by.items()}
+    assert kernel["rows"] < kernel["ring"] and kernel["unlocked"] < kernel["ring"]
+    assert main(["plot", str(out), "--json"]) == 0
+    names = {Path(f).name for f in json.loads(capsys.readouterr().out)["files"]}
+    assert {"modes_owned.png", "modes_owned.md"} <= names and "modes_plain.md" not in names
+    table = (out / "modes_owned.md").read_text()
+    lines = [line for line in table.splitlines() if line.startswith("| FrozenLake-v1")]
+    assert [line.split(" | ")[2] for line in lines] == ["ring", "rows", "unlocked"]
+    assert lines[0].split(" | ")[4] == "1.0x"

@@ -32,8 +32,6 @@ from pimrl.dpurt.instrument import instrument
 
 from pimrl.resources import ROOT as REPO    # the checkout, or the installed package's data
 INCLUDE = REPO / "host" / "dpurt" / "include"
-#: The DPU compiler's builtins (the 8x8 multiplies), included first in every DPU source.
-BUILTINS = INCLUDE / "dpurt_builtins.h"
 RUNTIME_SRC = REPO / "host" / "dpurt" / "src" / "dpurt.c"
 LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
 #: The system library in DPU C (mram_unaligned, buddy_alloc, fsb_allocator, wramfifo):
@@ -194,7 +192,7 @@ def compile_source(src: Path, obj: Path, flags: list, verbose=False, preempt=Tru
     cc = host_cc()
     with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
         asm = Path(tmp) / (src.stem + ".s")
-        _run([cc, "-I", INCLUDE, "-include", BUILTINS, *flags, *CODE_FLAGS, "-S", src, "-o",
+        _run([cc, "-I", INCLUDE, *flags, *CODE_FLAGS, "-S", src, "-o",
               asm], verbose)
         text, info = instrument(asm.read_text(), src.name, preempt)
         defs = _defines(flags)

@@ -84,9 +84,9 @@ PROBE_NO_PREEMPT = """\tpushfq
 \tpopfq"""
 _REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
 #: The first line of an inline-assembly block that stands for a DPU instruction the host has
-#: no single instruction for (host/dpurt/include/dpurt_builtins.h): ``dpurt-op NAME``, the
-#: whole block one operation NAME of the hardware's ``op_instructions`` (``mul8``: the 8x8
-#: multiply), or ``dpurt-insn N``, N plain instructions.
+#: no single instruction for (host/dpurt/include/dpurt_builtins.h, from <built_ins.h>):
+#: ``dpurt-op NAME``, the whole block one operation NAME of the hardware's ``op_instructions``
+#: (``mul8``: the 8x8 multiply), or ``dpurt-insn N``, N plain instructions.
 _FIXED_COST = re.compile(r"^#\s*dpurt-(insn|op)\s+([\w.]+)")
 
 

@@ -105,6 +105,15 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids, owner=No
             q[s][a] = np.float32(cur + np.float32(alpha * td))
 
     T = len(lanes)
+
+    def step(t, i, orders):
+        s0, e0 = lanes[t]
+        if params.sampling == "ran":
+            rng[t] = _xs(rng[t])
+            update(s0 + ((rng[t] * (e0 - s0)) >> 32), t)
+        else:
+            update(orders[t][i], t)
+
     for _ in range(params.epochs):
         orders = [None if params.sampling == "ran" else lane_orders(lanes, params.sampling, params.stride, t)
                   for t in range(T)]
@@ -113,25 +122,12 @@ def oracle_learn(records, n_states, n_actions, params, lanes, lane_ids, owner=No
             # disjoint rows and read the others' from the snapshot, so any order is the same
             snap = [list(row) for row in q]
             for t in range(T):
-                s0, e0 = lanes[t]
-                for i in range(e0 - s0):
-                    if params.sampling == "ran":
-                        rng[t] = _xs(rng[t])
-                        j = s0 + ((rng[t] * (e0 - s0)) >> 32)
-                    else:
-                        j = orders[t][i]
-                    update(j, t)
+                for i in range(lanes[t][1] - lanes[t][0]):
+                    step(t, i, orders)
             continue
         longest = max(e - s for s, e in lanes)
         for i in range(longest):
             for t in range(T):
-                s0, e0 = lanes[t]
-                if i >= e0 - s0:
-                    continue
-                if params.sampling == "ran":
-                    rng[t] = _xs(rng[t])
-                    j = s0 + ((rng[t] * (e0 - s0)) >> 32)
-                else:
-                    j = orders[t][i]
-                update(j, t)
+                if i < lanes[t][1] - lanes[t][0]:
+                    step(t, i, orders)
     return np.array(q, dtype=np.int32 if is_int else np.float32), sat.count

@@ -1,6 +1,5 @@
-/* dpurt_builtins.h (pimrl DPU runtime): the DPU compiler's own builtins, which a DPU program
- * calls without including anything. The compiler driver includes this file first in every
- * DPU source (-include), as the DPU toolchain's clang knows these names by itself.
+/* dpurt_builtins.h (pimrl DPU runtime): the 8x8 multiplies of the SDK's <built_ins.h>, which
+ * includes this file (a DPU program includes <built_ins.h>, not this file).
  *
  * The 8x8 multiplies: __builtin_mul_<x>_<y>_rrr(dst, a, b) sets dst to one byte of a times
  * one byte of b, each byte chosen by its letters: l the low byte (bits 0-7), h the next one
