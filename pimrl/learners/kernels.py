@@ -393,31 +393,79 @@ def update_i32_owned(q, v, own_lo, own_hi, s, a, r, s2, term, alpha, gamma, frac
 # the epoch's snapshot --------------------------------------------------------------------
 
 @njit(cache=True, inline="always")
-def rows_value(q, snap_v, snap_q, s2, b, own_row, fresh_lo, fresh_hi, v, is_q, draw, owned,
-               snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, frac, x, nsat):
-    """The bootstrap value of a non-terminal update under ``rows`` (flags compile-time
-    constants): state ownership's broadcast ``v`` for the states the DPU does not alone hold
-    (``owned``); the live row for a state the tasklet owns or no tasklet writes
-    (``own_row``); else the snapshot: the value ``snap_v[s']`` or, for table-bootstrap SARSA
-    (``snap_rows``), the row ``snap_q[s']``. (value, rng state, entries scanned, draws,
-    snapshot reads, ``nsat`` plus its saturations)."""
+def rows_source(own_row, s2, fresh_lo, fresh_hi, owned):
+    """Where a non-terminal update under ``rows`` bootstraps from: 0, state ownership's
+    broadcast ``v`` for the states the DPU does not alone hold (``owned``); 1, the live row,
+    for a state the tasklet owns or no tasklet writes (``own_row``); 2, the snapshot."""
     if owned and (s2 < fresh_lo or s2 >= fresh_hi):
-        return v[s2], x, 0, 0, 0, nsat
+        return 0
     if own_row:
-        if owned and is_q:
-            return row_value(q, s2), x, q.shape[1], 0, 0, nsat
-        if owned and is_int:
-            m, sc, nsat = policy_value_i32(q, s2, eg, w, s2 - w_lo, cmean, cmax, frac, nsat)
-            return m, x, sc, 0, 0, nsat
-        if owned:
-            m, sc = policy_value_f32(q, s2, eg, w, s2 - w_lo, cmean, cmax)
-            return m, x, sc, 0, 0, nsat
-        m, x, sc, dr = bootstrap(q, s2, b, is_q, draw, eps, x)
-        return m, x, sc, dr, 0, nsat
-    if snap_rows:
-        m, x, sc, dr = bootstrap(snap_q, s2, b, is_q, draw, eps, x)
-        return m, x, sc, dr, 1, nsat
-    return snap_v[s2], x, 0, 0, 1, nsat
+        return 1
+    return 2
+
+
+# One function per number format, as for the ring's updates: numba types every branch of an
+# inlined helper before it drops the dead ones, and with one helper for both Q format's values
+# beside FP32's unified to float64 (the simulator's loop ran 1.9x slower). The simulator's
+# DPU kernel writes the same update out with its flags as captured constants, faster still
+# (pimrl/swiftrl/program.py); the tests hold the two bit for bit to the reference.
+@njit(cache=True, inline="always")
+def update_rows_f32(q, snap_v, snap_q, s, a, r, s2, b, term, own_row, fresh_lo, fresh_hi, v,
+                    is_q, draw, owned, snap_rows, eg, w, w_lo, cmean, cmax, eps, alpha, gamma, x):
+    """One FP32 update under ``rows``, bootstrapping from :func:`rows_source`'s choice: the
+    live row's value (owned SARSA: :func:`policy_value_f32`), the snapshot's value
+    ``snap_v[s']`` or, for table-bootstrap SARSA (``snap_rows``), its row ``snap_q[s']``:
+    (rng state, entries scanned, draws, snapshot reads)."""
+    sc = dr = sr = 0
+    if term:
+        target = r
+    else:
+        src = rows_source(own_row, s2, fresh_lo, fresh_hi, owned)
+        if src == 0:
+            m = v[s2]
+        elif src == 1:
+            if is_q or not owned:
+                m, x, sc, dr = bootstrap(q, s2, b, is_q, draw, eps, x)
+            else:
+                m, sc = policy_value_f32(q, s2, eg, w, s2 - w_lo, cmean, cmax)
+        else:
+            sr = 1
+            if snap_rows:
+                m, x, sc, dr = bootstrap(snap_q, s2, b, is_q, draw, eps, x)
+            else:
+                m = snap_v[s2]
+        target = np.float32(r + np.float32(gamma * m))
+    step_f32(q, s, a, target, alpha)
+    return x, sc, dr, sr
+
+
+@njit(cache=True, inline="always")
+def update_rows_i32(q, snap_v, snap_q, s, a, r, s2, b, term, own_row, fresh_lo, fresh_hi, v,
+                    is_q, draw, owned, snap_rows, eg, w, w_lo, cmean, cmax, eps, alpha, gamma, x,
+                    frac, nsat):
+    """:func:`update_rows_f32` in Q format (owned SARSA through :func:`policy_value_i32`):
+    (rng state, entries scanned, draws, snapshot reads, ``nsat`` plus its saturations)."""
+    sc = dr = sr = 0
+    if term:
+        target = r
+    else:
+        src = rows_source(own_row, s2, fresh_lo, fresh_hi, owned)
+        if src == 0:
+            m = v[s2]
+        elif src == 1:
+            if is_q or not owned:
+                m, x, sc, dr = bootstrap(q, s2, b, is_q, draw, eps, x)
+            else:
+                m, sc, nsat = policy_value_i32(q, s2, eg, w, s2 - w_lo, cmean, cmax, frac, nsat)
+        else:
+            sr = 1
+            if snap_rows:
+                m, x, sc, dr = bootstrap(snap_q, s2, b, is_q, draw, eps, x)
+            else:
+                m = snap_v[s2]
+        target, nsat = target_i32(r, gamma, m, frac, nsat)
+    nsat = step_i32(q, s, a, target, alpha, frac, nsat)
+    return x, sc, dr, sr, nsat
 
 
 @njit(cache=True, inline="always")
@@ -456,37 +504,6 @@ def owns_row(owner, s2, t):
     tasklet writes it) rather than from the snapshot."""
     o = owner[s2]
     return o == t or o == NO_OWNER
-
-
-@njit(cache=True, inline="always")
-def update_rows(q, snap_v, snap_q, s, a, r, s2, b, term, own_row, fresh_lo, fresh_hi, v,
-                is_q, draw, owned, snap_rows, is_int, eg, w, w_lo, cmean, cmax, eps, alpha, gamma,
-                frac, x, nsat):
-    """One update under ``rows`` (FP32 or Q format by ``is_int``), bootstrapping through
-    :func:`rows_value`: (rng state, scanned, draws, snapshot reads, ``nsat`` plus its
-    saturations)."""
-    sc = dr = sr = 0
-    if is_int:
-        if term:
-            target = r
-        else:
-            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, own_row, fresh_lo,
-                                                fresh_hi, v, is_q, draw, owned, snap_rows,
-                                                is_int, eg, w, w_lo, cmean, cmax, eps, frac, x,
-                                                nsat)
-            target, nsat = target_i32(r, gamma, m, frac, nsat)
-        nsat = step_i32(q, s, a, target, alpha, frac, nsat)
-    else:
-        if term:
-            target = r
-        else:
-            m, x, sc, dr, sr, nsat = rows_value(q, snap_v, snap_q, s2, b, own_row, fresh_lo,
-                                                fresh_hi, v, is_q, draw, owned, snap_rows,
-                                                is_int, eg, w, w_lo, cmean, cmax, eps, frac, x,
-                                                nsat)
-            target = np.float32(r + np.float32(gamma * m))
-        step_f32(q, s, a, target, alpha)
-    return x, sc, dr, sr, nsat
 
 
 @njit(cache=True, inline="always")
@@ -788,11 +805,17 @@ def _build(variant: Variant):
                     for _ in range(end - start):
                         j, cur, off, x = next_index(SAMPLING, stride, start, end, cur, off, x)
                         s_, a_, r_, s2, b_, term = fields_at(words, rewards, np.uint64(j) << np.uint64(2))
-                        x, _, _, _, nsat = update_rows(qp, snap_v, snap_q, s_, a_, r_, s2, b_, term,
-                                                       owns_row(owners, s2, t), fresh_lo,
-                                                       fresh_hi, v, IS_Q, DRAWS, OWNED,
-                                                       SNAP_ROWS, IS_INT, DRAW, w, 0, cmean, cmax,
-                                                       eps, alpha, gamma, frac, x, nsat)
+                        own_row = owns_row(owners, s2, t)
+                        if IS_INT:
+                            x, _, _, _, nsat = update_rows_i32(
+                                qp, snap_v, snap_q, s_, a_, r_, s2, b_, term, own_row, fresh_lo,
+                                fresh_hi, v, IS_Q, DRAWS, OWNED, SNAP_ROWS, DRAW, w, 0, cmean,
+                                cmax, eps, alpha, gamma, x, frac, nsat)
+                        else:
+                            x, _, _, _ = update_rows_f32(
+                                qp, snap_v, snap_q, s_, a_, r_, s2, b_, term, own_row, fresh_lo,
+                                fresh_hi, v, IS_Q, DRAWS, OWNED, SNAP_ROWS, DRAW, w, 0, cmean,
+                                cmax, eps, alpha, gamma, x)
                     rng[p, t] = x
             sat[p] += nsat
 
