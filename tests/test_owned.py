@@ -377,6 +377,33 @@ def test_tradeoff_table_picks_the_cheapest_run_that_keeps_the_optimum():
     assert cells[-2].startswith("sync:8:weighted: 3000.0 ms, 3.00x mean")
 
 
+def test_time_to_quality_figure_tells_variants_apart_under_one_scheme(tmp_path, monkeypatch):
+    """A sweep of one scheme over several variants (experiments/tasklet_modes.toml) gets a
+    line, a colour and a legend entry per variant; several schemes keep one entry each."""
+    import pimrl.experiments.quality as quality
+
+    figs = []
+    monkeypatch.setattr(quality, "atomic_savefig", lambda fig, path, **kw: figs.append(fig))
+
+    def row(agg, variant):
+        return {"sweep": "s", "env": "E", "n_dpus": "8", "aggregator": agg, "variant": variant,
+                "optimal_mean_return": "1", "quality_curve": "0.001:0:0|0.002:1:1"}
+
+    def legend(rows):
+        figs.clear()
+        quality.plot_time_to_quality(rows, tmp_path, [])
+        texts = [t.get_text() for t in figs[0].legends[0].get_texts()]
+        colours = {tuple(h.get_color()) if not isinstance(h.get_color(), str) else h.get_color()
+                   for h in figs[0].legends[0].legend_handles}
+        return texts, colours
+
+    texts, colours = legend([row("own:20", "q-fp32-seq"), row("own:20", "q-int32-seq")])
+    assert texts == ["own:20, q-fp32-seq", "own:20, q-int32-seq"] and len(colours) == 2
+    texts, _ = legend([row("mean", "q-fp32-seq"), row("mean", "q-int32-seq"),
+                       row("own:20", "q-fp32-seq")])
+    assert texts == ["mean", "own:20"]
+
+
 # --------------------------------------------------------------------------- tasklet modes
 @pytest.mark.parametrize("algo,dtype,sampling,next_action", [
     ("q", "fp32", "seq", "logged"), ("q", "int32", "ran", "logged"),

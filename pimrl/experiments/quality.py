@@ -99,6 +99,10 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
         rounds_of = {}
         for r in sr:
             rounds_of.setdefault(_family(r["aggregator"]), set()).add(_rounds(r["aggregator"]))
+        # One scheme and several variants (a sweep over variants or tasklet modes): a line
+        # and a colour per variant; else a colour per scheme, its variants drawn alike.
+        variants = sorted({r["variant"] for r in sr})
+        per_variant = len({r["aggregator"] for r in sr}) == 1 and len(variants) > 1
         counts = sorted({int(r["n_dpus"]) for r in sr})
         if len(counts) > max_columns:      # the smallest, a middle one, the two largest
             counts = sorted({counts[0], counts[len(counts) // 2 - 1], counts[-2], counts[-1]})
@@ -111,9 +115,14 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
                                 key=lambda r: _order(r["aggregator"])):
                     pts = parse_curve(r["quality_curve"])
                     t = [p[0] * 1e3 for p in pts]
+                    if per_variant:
+                        label = f"{r['aggregator']}, {r['variant']}"
+                        colour = plt.cm.tab10(variants.index(r["variant"]) % 10)
+                    else:
+                        label = r["aggregator"]
+                        colour = _colour(r["aggregator"], rounds_of[_family(r["aggregator"])])
                     ax.plot(t, [p[1] for p in pts], marker="o" if len(pts) == 1 else None,
-                            ms=4, lw=1.2, label=r["aggregator"],
-                            color=_colour(r["aggregator"], rounds_of[_family(r["aggregator"])]))
+                            ms=4, lw=1.2, label=label, color=colour)
                 opt = _f(next(r for r in sr if r["env"] == env)["optimal_mean_return"])
                 ax.axhline(opt, color="k", ls="--", lw=0.8)
                 ax.set_xscale("log")
@@ -124,14 +133,15 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
                 if i == len(envs) - 1:
                     ax.set_xlabel("modelled time (ms)")
                 ax.tick_params(labelsize=7)
-        handles, labels = axes[0][0].get_legend_handles_labels()
+        handles, labels = [], []        # one entry per label, over every panel
         for row in axes:
             for ax in row:
                 for h, lab in zip(*ax.get_legend_handles_labels()):
                     if lab not in labels:
                         handles.append(h)
                         labels.append(lab)
-        order = sorted(range(len(labels)), key=lambda k: _order(labels[k]))
+        order = sorted(range(len(labels)), key=lambda k: (_order(labels[k].split(",")[0]),
+                                                         labels[k]))
         fig.suptitle(f"Greedy policy after every round against modelled time ({sweep}); "
                      f"dashed: the optimum", fontsize=10)
         fig.tight_layout(rect=(0, 0.06, 1, 1))
