@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# A reduced demo: the demo's environments, variants and transitions at two DPU counts.
+# A reduced sweep: three environments, every variant, 200k transitions, two DPU counts.
 DEFAULT_CONFIG = """
 [study]
 name = "bench-dask"

@@ -506,5 +506,24 @@ def test_tasklet_modes_sweep_columns_figure_and_table(tmp_path, capsys):
     assert {"modes_owned.png", "modes_owned.md"} <= names and "modes_plain.md" not in names
     table = (out / "modes_owned.md").read_text()
     lines = [line for line in table.splitlines() if line.startswith("| FrozenLake-v1")]
-    assert [line.split(" | ")[2] for line in lines] == ["ring", "rows", "unlocked"]
-    assert lines[0].split(" | ")[4] == "1.0x"
+    assert [line.split(" | ")[3] for line in lines] == ["ring", "rows", "unlocked"]
+    assert lines[0].split(" | ")[5] == "1.0x"
+
+
+def test_modes_table_has_a_block_per_aggregator():
+    """Averaging and state-owned learning in one sweep (experiments/demo.toml): the modes
+    table shows both, mean first, each mode against the ring of its own aggregator."""
+    from pimrl.experiments.plots import modes_table
+
+    def row(agg, mode, kernel):
+        return {"sweep": "q", "env": "E", "variant": "q-int32-seq", "n_dpus": "8",
+                "tasklets": "16", "aggregator": agg, "tasklet_mode": mode,
+                "pim_kernel_modelled_s": str(kernel), "pim_total_modelled_s": str(kernel),
+                "mean_return": "1", "optimal_mean_return": "1", "pim_conflicts": ""}
+
+    table = modes_table([row("own:20", "rows", 1.0), row("own:20", "ring", 3.0),
+                         row("mean", "rows", 2.0), row("mean", "ring", 8.0)], "q")
+    lines = [line.split(" | ") for line in table.splitlines() if line.startswith("| E")]
+    assert [(c[2], c[3], c[5]) for c in lines] == [
+        ("mean", "rows", "4.0x"), ("mean", "ring", "1.0x"),
+        ("own:20", "rows", "3.0x"), ("own:20", "ring", "1.0x")]

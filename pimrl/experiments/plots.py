@@ -378,44 +378,50 @@ def plot_modes(rows, sweep, figdir, written):
 
 
 def modes_table(rows, sweep) -> str:
-    """Markdown for ``modes_<sweep>.md``: per environment and variant at the sweep's largest
-    DPU count, each tasklet mode's modelled DPU kernel and total time, its kernel against the
-    ring's, its greedy policy's mean return, time to quality (where rounds were evaluated)
-    and, for unlocked, the updates that could be lost."""
+    """Markdown for ``modes_<sweep>.md``: per aggregator of the sweep (``mean`` first), each
+    environment and variant at the sweep's largest DPU count, each tasklet mode's modelled DPU
+    kernel and total time, its kernel against the ring's, its greedy policy's mean return,
+    time to quality (where rounds were evaluated) and, for unlocked, the updates that could
+    be lost."""
     sr = _sel(rows, sweep=sweep)
     agg, tasklets = _default_slice(sr)
-    sr = _sel(sr, aggregator=agg, tasklets=tasklets)
+    aggs = [agg] + [a for a in _uniq(sr, "aggregator") if a != agg]
+    sr = _sel(sr, tasklets=tasklets)
     dpus = max(int(r["n_dpus"]) for r in sr)
     sr = [r for r in sr if int(r["n_dpus"]) == dpus]
     modes = _uniq(sr, "tasklet_mode")
     ttq = any(r.get("quality_curve") for r in sr)
-    head = (f"Sweep '{sweep}': {dpus} DPUs x {tasklets} tasklets, aggregator {agg}. Times are "
+    head = (f"Sweep '{sweep}': {dpus} DPUs x {tasklets} tasklets, aggregator "
+            f"{', '.join(aggs)}. Times are "
             "**modelled** (ms); 'x ring' is the ring's DPU kernel time over the mode's. "
             "Conflicts (unlocked): an entry updated by several tasklets at the same step of "
             "their lanes counts its updaters less one; hardware could lose such updates "
             "(docs/design.md).\n")
-    cols = ["env", "variant", "mode", "DPU kernel", "x ring", "total"]
+    cols = ["env", "variant", "aggregator", "mode", "DPU kernel", "x ring", "total"]
     cols += (["time to quality"] if ttq else []) + ["mean return", "optimum", "conflicts"]
     lines = [head, "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for env in _uniq(sr, "env"):
-        er = _sel(sr, env=env)
-        for v in _uniq(er, "variant"):
-            ring = _sel(er, variant=v, tasklet_mode="ring")
-            ring_k = _num(ring[0]["pim_kernel_modelled_s"]) if ring else float("nan")
-            for mode in modes:
-                vr = _sel(er, variant=v, tasklet_mode=mode)
-                if not vr:
-                    continue
-                r = vr[0]
-                k = _num(r["pim_kernel_modelled_s"])
-                cells = [env, v, mode, _g(1e3 * k, "{:.1f}"), _g(ring_k / k, "{:.1f}x"),
-                         _g(1e3 * _num(r["pim_total_modelled_s"]), "{:.1f}")]
-                if ttq:
-                    t = _num(r.get("time_to_quality_modelled_s"))
-                    cells.append(_g(1e3 * t, "{:.1f}") if t > 0 else "not reached")
-                cells += [_g(r["mean_return"], "{:.2f}"), _g(r["optimal_mean_return"], "{:.2f}"),
-                          str(r.get("pim_conflicts") or "-")]
-                lines.append("| " + " | ".join(cells) + " |")
+    for a in aggs:
+        ar = _sel(sr, aggregator=a)
+        for env in _uniq(ar, "env"):
+            er = _sel(ar, env=env)
+            for v in _uniq(er, "variant"):
+                ring = _sel(er, variant=v, tasklet_mode="ring")
+                ring_k = _num(ring[0]["pim_kernel_modelled_s"]) if ring else float("nan")
+                for mode in modes:
+                    vr = _sel(er, variant=v, tasklet_mode=mode)
+                    if not vr:
+                        continue
+                    r = vr[0]
+                    k = _num(r["pim_kernel_modelled_s"])
+                    cells = [env, v, a, mode, _g(1e3 * k, "{:.1f}"), _g(ring_k / k, "{:.1f}x"),
+                             _g(1e3 * _num(r["pim_total_modelled_s"]), "{:.1f}")]
+                    if ttq:
+                        t = _num(r.get("time_to_quality_modelled_s"))
+                        cells.append(_g(1e3 * t, "{:.1f}") if t > 0 else "not reached")
+                    cells += [_g(r["mean_return"], "{:.2f}"),
+                              _g(r["optimal_mean_return"], "{:.2f}"),
+                              str(r.get("pim_conflicts") or "-")]
+                    lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

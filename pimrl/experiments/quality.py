@@ -91,7 +91,7 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
     mean return against the modelled time, one panel per environment and DPU count, one
     line per scheme; the optimum dashed."""
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     for sweep in sorted({r["sweep"] for r in rows if r.get("quality_curve")}):
         sr = [r for r in rows if r["sweep"] == sweep and r.get("quality_curve")]
@@ -126,7 +126,11 @@ def plot_time_to_quality(rows, figdir, written, max_columns: int = 4) -> None:
                 opt = _f(next(r for r in sr if r["env"] == env)["optimal_mean_return"])
                 ax.axhline(opt, color="k", ls="--", lw=0.8)
                 ax.set_xscale("log")
-                ax.xaxis.set_minor_formatter(NullFormatter())
+                lo, hi = ax.get_xlim()
+                if hi >= 10 * lo:               # major ticks labelled: quiet the minor ones
+                    ax.xaxis.set_minor_formatter(NullFormatter())
+                else:                           # within a decade: plain numbers on the minor
+                    ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
                 ax.set_title(f"{env}, {n} DPUs", fontsize=9)
                 if j == 0:
                     ax.set_ylabel("mean return (exact)")
