@@ -39,7 +39,7 @@ from pimrl.data import generate_dataset  # noqa: E402
 from pimrl.envs import make  # noqa: E402
 from pimrl.learners.params import LearnerParams  # noqa: E402
 from pimrl.learners.variants import ALL_VARIANTS, TASKLET_MODES, parse_variant  # noqa: E402
-from pimrl.swiftrl import costs as kcost  # noqa: E402
+from pimrl.rlkernel import costs as kcost  # noqa: E402
 from pimrl.swiftrl.trainer import PimTrainer  # noqa: E402
 
 

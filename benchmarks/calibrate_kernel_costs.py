@@ -1,4 +1,4 @@
-"""Fit the plain instructions of pimrl.swiftrl.costs.PLAIN on the C kernel, and check the
+"""Fit the plain instructions of pimrl.rlkernel.costs.PLAIN on the C kernel, and check the
 cost model against the DPU runtime for every variant and tasklet mode.
 
     python benchmarks/calibrate_kernel_costs.py fit      # print a new PLAIN table
@@ -8,7 +8,7 @@ The DPU runtime counts the C kernel (kernels/swiftrl.c) block by block (docs/dpu
 "Time"). ``fit`` runs every variant (SARSA with both next actions) in every tasklet mode on
 random transitions at several tasklet counts, terminal fractions, table shapes and DMA
 blocks, removes from the runtime's instructions what the model prices otherwise (the
-operations of the hardware's table and the structural costs of pimrl.swiftrl.costs: scans,
+operations of the hardware's table and the structural costs of pimrl.rlkernel.costs: scans,
 snapshots, transfers, barriers, random actions) and fits, by least squares, the plain
 instructions per update, per non-terminal update and per token pass that remain. ``check``
 compares the modelled cycles with the runtime's at 1, 4, 11 and 16 tasklets for two table
@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 from pimrl.data.records import TRANSITION_DTYPE  # noqa: E402
 from pimrl.learners.params import LearnerParams  # noqa: E402
 from pimrl.pim.hardware import get_hardware  # noqa: E402
-from pimrl.swiftrl import costs as kcost  # noqa: E402
-from pimrl.swiftrl.cprogram import model_agreement, swiftrl_program  # noqa: E402
+from pimrl.rlkernel import costs as kcost  # noqa: E402
+from pimrl.rlkernel.cprogram import model_agreement, swiftrl_program  # noqa: E402
 from pimrl.swiftrl.trainer import PimTrainer  # noqa: E402
 
 C = kcost.C

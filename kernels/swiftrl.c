@@ -17,7 +17,7 @@
  * in tasklet_stats.
  *
  * It follows docs/design.md exactly, as the simulator's built-in kernel
- * (pimrl/swiftrl/program.py) and the reference learner do. The tasklet modes:
+ * (pimrl/rlkernel/program.py) and the reference learner do. The tasklet modes:
  * - ring: the DPU's records are split into NR_TASKLETS contiguous lanes and the updates are
  *   applied round-robin over tasklets (step i of tasklet 0, then of tasklet 1, ...), enforced
  *   by a handshake token ring, so each update reads and writes the shared Q-table alone;

@@ -2,7 +2,7 @@
  * program (host/app.c, which includes this file as "../kernels/swiftrl_common.h", as PrIM's
  * programs include their support headers) share: the symbol names, the transition record,
  * the kernel parameters, the work counters and the variant codes. The same layout as the
- * simulator's built-in kernel (pimrl/swiftrl/program.py) and the same codes as
+ * simulator's built-in kernel (pimrl/rlkernel/program.py) and the same codes as
  * pimrl/learners/params.py, so one host program drives either; tests/test_shim.py checks
  * the values against pimrl's Python definitions. Plain C99 and <stdint.h> only: it builds
  * for the DPU (pimrl's or the UPMEM SDK's dpu-upmem-dpurte-clang), the host and pimrl. */
@@ -86,7 +86,7 @@ typedef struct swiftrl_params {
     int64_t reserved[SWIFTRL_PARAMS_WORDS - 21];
 } swiftrl_params_t;
 
-/* WRAM symbol "stats": int64 work counters per DPU (pimrl.swiftrl.costs.COUNTERS). The
+/* WRAM symbol "stats": int64 work counters per DPU (pimrl.rlkernel.costs.COUNTERS). The
  * conflicts of tasklet mode unlocked are counted by the simulator's built-in kernel only (it
  * knows the interleaving it models; a DPU does not). */
 enum swiftrl_counter {

@@ -1,5 +1,5 @@
 /* swiftrl_variants.h: the SwiftRL kernels' variant codes and parameter words.
- * Generated from pimrl/learners/variants.py (python -m pimrl.swiftrl.cprogram --write-header);
+ * Generated from pimrl/learners/variants.py (python -m pimrl.rlkernel.cprogram --write-header);
  * do not edit: a test checks that it matches. Plain C99. */
 #ifndef SWIFTRL_VARIANTS_H
 #define SWIFTRL_VARIANTS_H

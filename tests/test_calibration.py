@@ -8,7 +8,7 @@ from pimrl.calibration import bench
 from pimrl.calibration.fit import fit_dma_alphas
 from pimrl.cli import main
 from pimrl.pim import cost
-from pimrl.swiftrl import costs as kcost
+from pimrl.rlkernel import costs as kcost
 from pimrl.pim.hardware import Hardware, get_hardware
 
 

@@ -178,7 +178,7 @@ def test_a_distributed_set_checks_as_the_sdk_does(client):
     from pimrl.pim.distributed import DistributedDpuSet
     from pimrl.pim.errors import DpuError
     from pimrl.pim.hardware import get_hardware
-    from pimrl.swiftrl.program import RlProgram
+    from pimrl.rlkernel.program import RlProgram
     from pimrl.pim.system import Machine, dpu_alloc
 
     hw = get_hardware("upmem-640")

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
     not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
     reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
 
-from pimrl.swiftrl import cprogram as swiftrl  # noqa: E402
+from pimrl.rlkernel import cprogram as swiftrl  # noqa: E402
 from pimrl.dpurt.testing import DpuSim, dpu_sim  # noqa: E402,F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[1]

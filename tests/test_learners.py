@@ -321,7 +321,7 @@ def test_results_never_replace_special_files(capsys):
 def test_variant_registry_is_the_one_source():
     """Names, codes and parameter words come from one registry; the C header is generated
     from it and current; LearnerParams packs its words in the registry's order."""
-    from pimrl.swiftrl.cprogram import header_is_current
+    from pimrl.rlkernel.cprogram import header_is_current
     from pimrl.learners import variants as V
 
     assert header_is_current()

@@ -316,7 +316,7 @@ def _have_dpurt():
 @pytest.mark.skipif(not _have_dpurt(), reason="the DPU runtime needs gcc on x86-64 Linux")
 @pytest.mark.parametrize("dtype,sampling", [("fp32", "ran"), ("int32", "seq")])
 def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
-    from pimrl.swiftrl import cprogram as swiftrl
+    from pimrl.rlkernel import cprogram as swiftrl
 
     rec = skewed_records(400)
     p = LearnerParams(epochs=4, dtype=dtype, sampling=sampling)
@@ -337,7 +337,7 @@ def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
 @pytest.mark.parametrize("dtype,sampling,next_action", [("fp32", "ran", "epsilon-greedy"),
                                                         ("int32", "seq", "logged")])
 def test_sarsa_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling, next_action):
-    from pimrl.swiftrl import cprogram as swiftrl
+    from pimrl.rlkernel import cprogram as swiftrl
 
     rec = skewed_records(400)
     p = LearnerParams(algo="sarsa", epochs=4, dtype=dtype, sampling=sampling,
@@ -423,7 +423,7 @@ def test_rows_mode_bit_exact_with_reference(algo, dtype, sampling, next_action):
     assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32))
     assert np.array_equal(tr.q_, q_ref)
     if _have_dpurt():
-        from pimrl.swiftrl import cprogram as swiftrl
+        from pimrl.rlkernel import cprogram as swiftrl
 
         c_tr = PimTrainer(p, n_dpus=3, tasklets=4, aggregate="own:2", keep_dpu_tables=True,
                           kernel=swiftrl.swiftrl_program).fit(rec, S, A)

@@ -20,8 +20,8 @@ from pimrl.learners.aggregate import float_to_raw, raw_to_float
 from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
 from pimrl.learners.variants import P_N_RECORDS, PARAMS_WORDS
-from pimrl.swiftrl.costs import C
-from pimrl.swiftrl.program import RlProgram
+from pimrl.rlkernel.costs import C
+from pimrl.rlkernel.program import RlProgram
 from pimrl.pim.system import KernelProgram, Machine, dpu_alloc
 from pimrl.swiftrl.trainer import PimTrainer
 
@@ -362,7 +362,7 @@ def test_sync_weighted_rounds_equal_host_replica():
 def test_kernel_faults_on_bad_records_and_parameters():
     """The kernel trusts nothing a host program wrote: bad records or parameters fault the
     DPU with a report instead of corrupting memory."""
-    from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS
+    from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS
 
     p = LearnerParams()
     prog = RlProgram(S, A, 2, "q", "fp32", "seq", 256, get_hardware())
@@ -388,7 +388,7 @@ def test_kernel_reads_records_alike_from_mram_pages_and_wram_buffers(variant):
     written (it reads as zeros) copies each DMA into its WRAM buffers instead. Both ways learn
     the same table, streams and counters, bit for bit."""
     from pimrl.learners.variants import parse_variant
-    from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS
+    from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS
 
     v = parse_variant(variant)
     p = LearnerParams(**v, epochs=2)

@@ -155,7 +155,7 @@ def test_library_built_for_another_interpreter_is_built_again(shim, monkeypatch)
 # ------------------------------------------------------------------------------ programs
 def test_builtin_program_names():
     from pimrl.pim.hardware import get_hardware
-    from pimrl.swiftrl.program import RlProgram
+    from pimrl.rlkernel.program import RlProgram
 
     hw = get_hardware("upmem-640")
     p = programs.load_program("pimrl:swiftrl?states=10&actions=3&tasklets=8&algo=sarsa"
@@ -239,8 +239,8 @@ def test_headers_agree_with_python(shim, tmp_path):
     one copy of each (app.c keeps no stream or Q-format arithmetic of its own)."""
     from pimrl.learners import variants as P
     from pimrl.pim import cost
-    from pimrl.swiftrl import costs as kcost
-    from pimrl.swiftrl import program as rlprogram
+    from pimrl.rlkernel import costs as kcost
+    from pimrl.rlkernel import program as rlprogram
 
     build, env = shim
     app_src = (HOST / "app.c").read_text()

@@ -408,7 +408,7 @@ def rows_source(own_row, s2, fresh_lo, fresh_hi, owned):
 # inlined helper before it drops the dead ones, and with one helper for both Q format's values
 # beside FP32's unified to float64 (the simulator's loop ran 1.9x slower). The simulator's
 # DPU kernel writes the same update out with its flags as captured constants, faster still
-# (pimrl/swiftrl/program.py); the tests hold the two bit for bit to the reference.
+# (pimrl/rlkernel/program.py); the tests hold the two bit for bit to the reference.
 @njit(cache=True, inline="always")
 def update_rows_f32(q, snap_v, snap_q, s, a, r, s2, b, term, own_row, fresh_lo, fresh_hi, v,
                     is_q, draw, owned, snap_rows, eg, w, w_lo, cmean, cmax, eps, alpha, gamma, x):

@@ -5,9 +5,9 @@ parameter words are laid out.
 A variant is one choice on each axis: algorithm x dtype x sampling order x SARSA's next
 action. Every backend takes its variants from here: the reference learner and the CPU
 baseline (:mod:`pimrl.learners.kernels`, one compiled loop per variant), the simulator's
-numba DPU kernel (``pimrl.swiftrl.program``), the GPU baseline, the UPMEM C kernel (its ``-D``
+numba DPU kernel (``pimrl.rlkernel.program``), the GPU baseline, the UPMEM C kernel (its ``-D``
 flags: :meth:`Variant.c_defines`) and ``host/app.c`` (through ``kernels/swiftrl_variants.h``,
-generated from :func:`c_header` by ``python -m pimrl.swiftrl.cprogram --write-header``; a
+generated from :func:`c_header` by ``python -m pimrl.rlkernel.cprogram --write-header``; a
 test keeps it current).
 
 Adding a choice to an axis (a third algorithm, say) adds one :class:`Choice` here; the
@@ -291,7 +291,7 @@ def c_header() -> str:
     """The text of ``kernels/swiftrl_variants.h``: the codes and parameter word indices."""
     lines = [
         "/* swiftrl_variants.h: the SwiftRL kernels' variant codes and parameter words.",
-        " * Generated from pimrl/learners/variants.py (python -m pimrl.swiftrl.cprogram --write-header);",
+        " * Generated from pimrl/learners/variants.py (python -m pimrl.rlkernel.cprogram --write-header);",
         " * do not edit: a test checks that it matches. Plain C99. */",
         "#ifndef SWIFTRL_VARIANTS_H",
         "#define SWIFTRL_VARIANTS_H",

@@ -17,7 +17,7 @@ import numpy as np
 
 from pimrl.dpurt import cc
 from pimrl.dpurt.program import DpuRtProgram
-from pimrl.swiftrl.cprogram import build_dir
+from pimrl.rlkernel.cprogram import build_dir
 from pimrl.io import atomic_write_text
 from pimrl.learners.variants import HEADER, ONLINE_COUNTERS, ONLINE_HEADER, OnlineVariant, online_c_header
 from pimrl.online.program import online_instruction_costs, online_kernel_cycles, online_layout

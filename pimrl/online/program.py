@@ -32,7 +32,7 @@ from pimrl.learners.variants import (
 from pimrl.online import kernels as ok
 from pimrl.online.envtable import OUTCOME_BYTES, OUTCOME_DTYPE, START_BYTES, START_DTYPE
 from pimrl.pim import cost
-from pimrl.swiftrl import costs as kcost
+from pimrl.rlkernel import costs as kcost
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
 N_COUNTERS = len(ok.ONLINE_COUNTERS)

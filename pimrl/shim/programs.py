@@ -5,7 +5,7 @@
 - a built-in program name, ``pimrl:<program>?key=value&...``:
 
   - ``pimrl:swiftrl?states=S&actions=A[&tasklets=16&algo=q&dtype=fp32&sampling=seq&block=2048&visits=1]``
-    the SwiftRL kernel (:class:`pimrl.swiftrl.program.RlProgram`): ``algo`` q | sarsa,
+    the SwiftRL kernel (:class:`pimrl.rlkernel.program.RlProgram`): ``algo`` q | sarsa,
     ``dtype`` fp32 | int32, ``sampling`` seq | str | ran, ``block`` the DMA block in bytes,
     ``visits`` 1 to count visits per (s, a) (the weighted aggregator needs them; each count
     costs DPU time) or 0;
@@ -57,7 +57,7 @@ def _options(name: str, query: str, allowed: dict) -> dict:
 
 
 def _swiftrl(query: str, hardware):
-    from pimrl.swiftrl.program import RlProgram
+    from pimrl.rlkernel.program import RlProgram
 
     opts = _options("swiftrl", query, {"states": int, "actions": int, "tasklets": int,
                                        "algo": str, "dtype": str, "sampling": str, "block": int,

@@ -38,7 +38,7 @@ from pimrl.learners.variants import (
 )
 from pimrl.partition import even_bounds, lane_bounds, state_lanes
 from pimrl.pim import cost
-from pimrl.swiftrl import costs as kcost
+from pimrl.rlkernel import costs as kcost
 from pimrl.learners.aggregate import float_to_raw, raw_scale
 from pimrl.rng import epsilon_threshold, lane_seeds
 
@@ -308,7 +308,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     from dataclasses import replace
 
     from pimrl.pim.hardware import get_hardware
-    from pimrl.swiftrl.program import RECORD_BYTES
+    from pimrl.rlkernel.program import RECORD_BYTES
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
     from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
     from pimrl.swiftrl.trainer import KERNELS, add_tasklet_counters, dpu_record_matrix, rows_layout

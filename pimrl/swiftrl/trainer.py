@@ -18,10 +18,10 @@ from pimrl.learners.params import LearnerParams
 from pimrl.learners.variants import P_EPOCHS
 from pimrl.learners.reference import check_records
 from pimrl.partition import NO_OWNER, even_bounds, state_lanes
-from pimrl.swiftrl import costs as kcost
+from pimrl.rlkernel import costs as kcost
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.pim.hardware import Hardware, get_hardware
-from pimrl.swiftrl.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
+from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 from pimrl.swiftrl.dpus import DEVICES, DpuPackageSet, SystemSetDpus, dpu_package
 from pimrl.registry import Registry
@@ -76,7 +76,7 @@ def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 def _c_kernel(*args, **kwargs):
     """The SwiftRL kernel in UPMEM C (kernels/swiftrl.c) run by the DPU runtime; needs a C
     compiler, slower to simulate, equal bit for bit."""
-    from pimrl.swiftrl.cprogram import swiftrl_program   # needs a C compiler: imported on demand
+    from pimrl.rlkernel.cprogram import swiftrl_program   # needs a C compiler: imported on demand
 
     return swiftrl_program(*args, **kwargs)
 
@@ -183,7 +183,7 @@ class PimTrainer:
         dpu = dpu_package(self.device) if self.placement is None else None
         block = self.block_for(n_states, n_actions, hw, spec.needs_visits)
         if not simulated:       # real DPUs: the C kernel, built by the SDK's compiler
-            from pimrl.swiftrl.cprogram import build_kernel_with_compiler
+            from pimrl.rlkernel.cprogram import build_kernel_with_compiler
 
             program = build_kernel_with_compiler(n_states, n_actions, self.tasklets, p.algo,
                                                  p.dtype, p.sampling, block,
@@ -289,9 +289,9 @@ class PimTrainer:
 
     def block_for(self, n_states, n_actions, hw, count_visits, bootstrap="table") -> int:
         """The DMA block of this run (sets ``block_``): ``block_bytes``, or when None the
-        largest that fits (:func:`pimrl.swiftrl.program.fitting_block`)."""
+        largest that fits (:func:`pimrl.rlkernel.program.fitting_block`)."""
         from pimrl.learners.variants import Variant
-        from pimrl.swiftrl.program import fitting_block
+        from pimrl.rlkernel.program import fitting_block
 
         if self.block_bytes is not None:
             self.block_ = int(self.block_bytes)

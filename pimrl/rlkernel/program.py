@@ -43,8 +43,8 @@ from pimrl.learners.variants import (
 from pimrl.parallel import run_ranges
 from pimrl.partition import NO_OWNER, SPLIT
 from pimrl.rng import below, xorshift32
-from pimrl.swiftrl import costs as kcost
-from pimrl.swiftrl.costs import C
+from pimrl.rlkernel import costs as kcost
+from pimrl.rlkernel.costs import C
 from pimrl.pim.memory import PAGE_BYTES, PAGE_SHIFT, mram_words_to_wram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
@@ -666,7 +666,7 @@ class RlProgram(DpuProgram):
               wide_gamma: bool = False):
         """Instruction costs; SARSA's depend on its next action (``next_action``, a launch
         parameter: drawn b' or, owned, the target policy), INT32's on whether alpha and gamma
-        take the 64-bit product (:func:`pimrl.swiftrl.costs.wide_products`)."""
+        take the 64-bit product (:func:`pimrl.rlkernel.costs.wide_products`)."""
         pv = (("uniform" if next_action == "epsilon-greedy" else "weighted")
               if self.policy_weights else None)
         return kcost.update_instruction_costs(hw, self.dtype, self.algo, self.sampling,

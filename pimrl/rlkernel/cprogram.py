@@ -1,6 +1,6 @@
 """The SwiftRL kernels of ``kernels/swiftrl.c``, built and loaded as simulator programs.
 
-:func:`swiftrl_program` has the signature of :class:`pimrl.swiftrl.program.RlProgram`, so it
+:func:`swiftrl_program` has the signature of :class:`pimrl.rlkernel.program.RlProgram`, so it
 is a drop-in program factory: the same host code (``PimTrainer``, ``host/app.c``) drives the
 C kernel or the numba one. The C kernel's WRAM symbols (``params``, ``rng_state``,
 ``stats``, ``q_table``, ``visits``) have the numba program's names and sizes; its launch
@@ -20,7 +20,7 @@ from pimrl.dpurt import cc
 from pimrl.io import atomic_write_text
 from pimrl.dpurt.program import DpuRtProgram
 from pimrl.learners.variants import HEADER, P_SARSA_DRAW, PARAMS_WORDS, Variant, c_header
-from pimrl.swiftrl import costs as kcost
+from pimrl.rlkernel import costs as kcost
 from pimrl.pim.system import LaunchResult
 
 KERNELS = cc.REPO / "kernels"
@@ -78,7 +78,7 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
     counters in ``tasklet_stats`` (what the cost model of tasklet mode rows needs)."""
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
-                           f"python -m pimrl.swiftrl.cprogram --write-header")
+                           f"python -m pimrl.rlkernel.cprogram --write-header")
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
                           bootstrap, tasklet_mode)
     if perfcounter is not None:
@@ -123,7 +123,7 @@ def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampl
 
     if not header_is_current():
         raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
-                           f"python -m pimrl.swiftrl.cprogram --write-header")
+                           f"python -m pimrl.rlkernel.cprogram --write-header")
     found = shutil.which(compiler)
     if found is None:
         raise FileNotFoundError(f"{compiler}: not found on PATH (load the UPMEM SDK's "
@@ -163,7 +163,7 @@ class SwiftRlCProgram(DpuRtProgram):
         self.name = f"swiftrl-c-{algo}-{dtype}-{sampling}-t{tasklets}" + (
             f"-{tasklet_mode}" if tasklet_mode != "ring" else "")
         if hardware is not None and self.wram_used + tasklets * block_bytes > hardware.wram_bytes:
-            from pimrl.swiftrl.program import wram_advice
+            from pimrl.rlkernel.program import wram_advice
 
             variant = Variant(algo, dtype, sampling, bootstrap=bootstrap, tasklet_mode=tasklet_mode)
             raise ValueError(
@@ -249,4 +249,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--write-header"]:
         print(write_header())
     else:
-        sys.exit("usage: python -m pimrl.swiftrl.cprogram --write-header")
+        sys.exit("usage: python -m pimrl.rlkernel.cprogram --write-header")
