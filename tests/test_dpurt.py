@@ -268,6 +268,48 @@ def test_hardware_faults_fault_the_dpu_not_the_process(dpu_sim, tmp_path):
         assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT and words in str(exc.value)
 
 
+ASSERT_C = r"""
+#include <assert.h>
+#include <defs.h>
+#include <stdint.h>
+#include <stdio.h>
+static_assert(sizeof(uint32_t) == 4, "C11 static_assert works");
+__host uint32_t x;
+__host uint32_t out;
+int main(void) {
+    if (me() == 1) {
+        printf("before\n");
+        assert(x != 7);
+        out = x + 1;
+    }
+    return 0;
+}
+"""
+
+
+def test_failed_assert_faults_its_dpu_and_keeps_the_message(dpu_sim, tmp_path):
+    """<assert.h> in DPU code: a failed assert faults that DPU (not the host process, as the
+    host C library's assert would), its log keeps the message, and the host carries on."""
+    (tmp_path / "asrt.c").write_text(ASSERT_C)
+    sim = dpu_sim(tmp_path / "asrt.c", nr_dpus=3, nr_tasklets=2, workers=2)
+    sim.write("x", np.uint32(3))
+    sim.write("x", np.uint32(7), dpu=2)
+    with pytest.raises(DpuError) as exc:
+        sim.launch()
+    assert exc.value.code == DpuErrorCode.DPU_ERR_DPU_FAULT
+    assert "DPU 2" in str(exc.value) and "tasklet 1" in str(exc.value)
+    assert "assertion `x != 7' failed at" in str(exc.value) and "asrt.c:12" in str(exc.value)
+    assert sim.log(2).endswith("asrt.c:12: main: Assertion `x != 7' failed.\n")
+    assert sim.log(2).startswith("before\n")
+    sim.write("x", np.uint32(4), dpu=2)                  # the host carries on
+    sim.launch()
+    assert list(sim.read_each("out", np.uint32)[:, 0]) == [4, 4, 5]
+    off = dpu_sim(tmp_path / "asrt.c", nr_dpus=1, nr_tasklets=2, defines={"NDEBUG": None})
+    off.write("x", np.uint32(7))
+    off.launch()                                          # NDEBUG: no check
+    assert off.read("out", np.uint32)[0] == 8
+
+
 def test_wram_globals_overflow_refused_at_build_and_load(tmp_path):
     """Over the DPU's 64 KiB: refused by the build (as the SDK's linker does); a program
     that fits 64 KiB but not a smaller WRAM (upmem-v1b's) is refused when loaded there."""

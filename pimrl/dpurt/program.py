@@ -38,7 +38,26 @@ RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 0.0
 #: that is earlier in modelled time (smaller: finer interleaving, slower simulation).
 QUANTUM = float(os.environ.get("PIMRL_DPURT_QUANTUM", "24"))
 MAX_TASKLETS = 24
-MRAM_SWAP_LIMIT = int(os.environ.get("PIMRL_DPURT_MRAM_SWAP", str(1 << 20)))
+#: MRAM variables up to this many bytes in all are copied in and out whole for every DPU run;
+#: larger ones are paged in on first touch (host/dpurt/src/dpurt.c, "MRAM variables").
+#: Both keep one copy of the bytes; this only trades copy time against fault time.
+MRAM_SWAP_LIMIT = 1 << 20
+MRAM_SWAP_EAGER, MRAM_SWAP_PAGED = 1, 2
+
+
+def mram_swap_limit() -> int:
+    """``PIMRL_DPURT_MRAM_SWAP`` (bytes, read at every load), else MRAM_SWAP_LIMIT."""
+    env = os.environ.get("PIMRL_DPURT_MRAM_SWAP", "").strip()
+    if not env:
+        return MRAM_SWAP_LIMIT
+    try:
+        value = int(env, 0)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise fail("SYSTEM", f"PIMRL_DPURT_MRAM_SWAP={env!r}: expected a byte count >= 0 "
+                   "(MRAM variables up to it are copied whole, larger ones paged in)")
+    return value
 HOST_STACK_BYTES = 256 * 1024
 LOG_CAP = 1 << 20
 _HIDDEN_SYMBOLS = {"__dso_handle", "__TMC_END__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_",
@@ -146,7 +165,7 @@ class _Copy:
         cfg.bb_accum = self.bb_accum.ctypes.data
         cfg.mram_sec = self.base + program.mram_lo if program.mram_size else 0
         cfg.mram_sec_size = program.mram_size
-        cfg.mram_swap = 1 if 0 < program.mram_size <= MRAM_SWAP_LIMIT else 0
+        cfg.mram_swap = MRAM_SWAP_EAGER if program.mram_size <= mram_swap_limit() else MRAM_SWAP_PAGED
         cfg.nr_tasklets = program.nr_tasklets
         cfg.wram_bytes = hw.wram_bytes
         cfg.mram_bytes = hw.mram_bytes

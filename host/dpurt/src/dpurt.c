@@ -3,7 +3,8 @@
  * One copy of a built program (a shared object) is one worker: it runs DPUs one after the
  * other on the thread that calls dpurt_run. For each DPU it
  *   - swaps the DPU's WRAM image (the program's .data + .bss, kept by the host in
- *     alloc.wram[slot]) and, if small, its MRAM globals into the copy's own globals;
+ *     alloc.wram[slot]) into the copy's own globals, and its MRAM globals too: small ones
+ *     whole, large ones on demand, 64 KiB at a time (section "MRAM variables" below);
  *   - runs NR_TASKLETS tasklets as coroutines on private stacks, each with its own modelled
  *     time, always resuming the tasklet with the earliest modelled time; a tasklet gives way
  *     at every runtime call and, inside call-free code, at the block counters once it has
@@ -37,6 +38,13 @@
 #define DMA_MIN 8
 #define DMA_MAX 2048
 #define DPU_NR_ATOMIC_BITS 256
+/* The MRAM globals of the running DPU are in the copy's own sections (direct access works):
+ * copied in and out whole at boot and shutdown (EAGER), or paged in on first touch (PAGED). */
+#define MRAM_SWAP_EAGER 1
+#define MRAM_SWAP_PAGED 2
+#define GRANULE_SHIFT 16                /* PAGED: 64 KiB of MRAM globals per fault */
+#define GRANULE_BYTES (1 << GRANULE_SHIFT)
+enum { G_ABSENT, G_CLEAN, G_DIRTY };    /* a granule: no access / read-only / read-write */
 
 #define EXPORT __attribute__((visibility("default")))
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -53,7 +61,7 @@ struct dpurt_config {                   /* pimrl/dpurt/program.py: _Config */
     uint64_t *bb_accum;                 /* optional: counts summed over DPUs (profiling) */
     uint8_t *mram_sec;                  /* MRAM globals (sections dpu_mram, dpu_mram_noinit) */
     int64_t mram_sec_size;
-    int64_t mram_swap;                  /* 1: swap the MRAM globals (direct access works) */
+    int64_t mram_swap;                  /* how the MRAM globals are swapped: MRAM_SWAP_* */
     int64_t nr_tasklets;
     int64_t wram_bytes;
     int64_t mram_bytes;
@@ -161,6 +169,13 @@ struct rt {
     int sem_arrivals;            /* sem_take waits numbered in arrival order */
     struct sigaction previous[32];
     int handlers;
+    /* MRAM_SWAP_PAGED: the MRAM globals' granules (G_*), those touched by the running DPU */
+    int64_t mram_span;                  /* bytes mapped for the globals (whole pages) */
+    int64_t n_granules;
+    uint8_t *granule;
+    int64_t *touched;
+    int64_t n_touched;
+    int paged;                          /* the span is protected (set up for paging) */
 };
 
 static struct rt S STATE;
@@ -521,6 +536,117 @@ static uint8_t *mram_page(int64_t page, int create)
     return create ? new_page(page) : NULL;
 }
 
+/* ------------------------------------------------------------------ MRAM variables
+ * The DPU code reads and writes its __mram variables directly, at their host addresses in
+ * the copy's sections dpu_mram and dpu_mram_noinit; DMA and host transfers use the DPU's
+ * MRAM pages. Both must see one set of bytes. Small variables (MRAM_SWAP_EAGER) are copied
+ * from the DPU's MRAM into the sections at boot and back at shutdown. Large ones
+ * (MRAM_SWAP_PAGED: up to the whole MRAM) would cost that copy for every DPU of every
+ * launch, so their sections stay inaccessible between uses: the first access to a 64 KiB
+ * granule faults, and the fault handler copies it in from the DPU's MRAM (read-only); the
+ * first write to it faults again and makes it writable (dirty). At shutdown the dirty
+ * granules are copied back and every touched granule is made inaccessible again. DMA
+ * into or out of the variables goes through the same granules, so a tasklet's direct
+ * write and another's mram_read agree within a launch. */
+static int mram_paged(void)
+{
+    return S.paged && S.cfg.mram_swap == MRAM_SWAP_PAGED;
+}
+
+static int64_t granule_len(int64_t g)
+{
+    int64_t off = g << GRANULE_SHIFT;
+    return S.mram_span - off < GRANULE_BYTES ? S.mram_span - off : GRANULE_BYTES;
+}
+
+/* Granule g of the running DPU's MRAM variables in (G_CLEAN), from its MRAM pages. */
+static int granule_in(int64_t g)
+{
+    int64_t off = g << GRANULE_SHIFT, len = granule_len(g);
+    uint8_t *dst = S.cfg.mram_sec + off;
+    if (mprotect(dst, (size_t)len, PROT_READ | PROT_WRITE) != 0)
+        return -1;
+    for (int64_t p = 0; p < len; p += PAGE_BYTES) {
+        uint8_t *page = mram_page((off + p) >> PAGE_SHIFT, 0);
+        if (page)
+            memcpy(dst + p, page, PAGE_BYTES);
+        else
+            memset(dst + p, 0, PAGE_BYTES);
+    }
+    if (mprotect(dst, (size_t)len, PROT_READ) != 0)
+        return -1;
+    S.granule[g] = G_CLEAN;
+    S.touched[S.n_touched++] = g;
+    return 0;
+}
+
+/* Make granule g of the MRAM variables resident, and writable if `write` (G_DIRTY). */
+static int granule_open(int64_t g, int write)
+{
+    if (S.granule[g] == G_ABSENT && granule_in(g) != 0)
+        return -1;
+    if (write && S.granule[g] == G_CLEAN) {
+        if (mprotect(S.cfg.mram_sec + (g << GRANULE_SHIFT), (size_t)granule_len(g),
+                     PROT_READ | PROT_WRITE) != 0)
+            return -1;
+        S.granule[g] = G_DIRTY;
+    }
+    return 0;
+}
+
+/* Called by the fault handler: a paged MRAM variable's granule was touched. 1 if handled. */
+static int granule_fault(uintptr_t a)
+{
+    uintptr_t sec = (uintptr_t)S.cfg.mram_sec;
+    if (!mram_paged() || a < sec || a >= sec + (uintptr_t)S.mram_span)
+        return 0;
+    int64_t g = (int64_t)((a - sec) >> GRANULE_SHIFT);
+    if (S.granule[g] == G_DIRTY)
+        return 0;                       /* writable already: a real fault */
+    /* absent: bring it in (a write faults once more); clean: this was a write */
+    return granule_open(g, S.granule[g] == G_CLEAN) == 0;
+}
+
+/* Shutdown: dirty granules back to the DPU's MRAM; every touched one inaccessible again. */
+static void granules_out(void)
+{
+    for (int64_t i = 0; i < S.n_touched; i++) {
+        int64_t g = S.touched[i], off = g << GRANULE_SHIFT, len = granule_len(g);
+        uint8_t *src = S.cfg.mram_sec + off;
+        if (S.granule[g] == G_DIRTY) {
+            for (int64_t p = 0; p < len; p += PAGE_BYTES) {
+                int64_t page_id = (off + p) >> PAGE_SHIFT;
+                uint8_t *page = mram_page(page_id, 0);
+                if (!page) {
+                    /* a page never written stays unallocated if it is still all zeros */
+                    int zero = 1;
+                    for (int64_t k = 0; k < PAGE_BYTES && zero; k += 8)
+                        zero = *(const uint64_t *)(src + p + k) == 0;
+                    if (zero)
+                        continue;
+                    page = new_page(page_id);
+                }
+                memcpy(page, src + p, PAGE_BYTES);
+            }
+        }
+        mprotect(src, (size_t)len, PROT_NONE);
+        S.granule[g] = G_ABSENT;
+    }
+    S.n_touched = 0;
+}
+
+/* The host address of MRAM variable bytes [off, off + n) (off + n <= the variables' size),
+ * made resident (and writable if `write`) for the running DPU. */
+static uint8_t *mram_var_bytes(int64_t off, int64_t n, int write)
+{
+    if (mram_paged())
+        for (int64_t g = off >> GRANULE_SHIFT; g <= (off + n - 1) >> GRANULE_SHIFT; g++)
+            if (granule_open(g, write) != 0)
+                fault("cannot map MRAM variable bytes at MRAM address 0x%08llx (%s)",
+                      (unsigned long long)(MRAM_BASE + (g << GRANULE_SHIFT)), strerror(errno));
+    return S.cfg.mram_sec + off;
+}
+
 /* Copy between WRAM and MRAM bytes [off, off + n) of the running DPU. */
 static void mram_copy(int64_t off, uint8_t *wram, int64_t n, int to_mram)
 {
@@ -529,10 +655,11 @@ static void mram_copy(int64_t off, uint8_t *wram, int64_t n, int to_mram)
         int64_t k = S.cfg.mram_sec_size - off;
         if (k > n)
             k = n;
+        uint8_t *var = mram_var_bytes(off, k, to_mram);
         if (to_mram)
-            memcpy(S.cfg.mram_sec + off, wram, (size_t)k);
+            memcpy(var, wram, (size_t)k);
         else
-            memcpy(wram, S.cfg.mram_sec + off, (size_t)k);
+            memcpy(wram, var, (size_t)k);
         done = k;
     }
     while (done < n) {
@@ -925,6 +1052,14 @@ EXPORT int puts(const char *s)
     return 1;
 }
 
+/* assert.h: a failed assert writes the C library's message to the log, then faults. */
+EXPORT void __dpurt_assert_fail(const char *expression, const char *file, int line,
+                                const char *function)
+{
+    printf("%s:%d: %s: Assertion `%s' failed.\n", file, line, function, expression);
+    fault("assertion `%s' failed at %s:%d (in %s)", expression, file, line, function);
+}
+
 EXPORT int putchar(int c)
 {
     char ch = (char)c;
@@ -944,6 +1079,8 @@ static const int SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
 static void on_signal(int sig, siginfo_t *info, void *uctx)
 {
+    if (sig == SIGSEGV && tls_running && granule_fault((uintptr_t)info->si_addr))
+        return;                                       /* an MRAM variable paged in: retry */
     if (tls_running && S.in_tasklet) {
         const char *what = sig == SIGSEGV   ? "invalid memory access (SIGSEGV)"
                            : sig == SIGBUS  ? "bus error (SIGBUS)"
@@ -1027,6 +1164,32 @@ static uint8_t *map_stack(size_t size)
 }
 
 /* Configure this copy (once per program copy, again when the cost table changes). */
+/* MRAM_SWAP_PAGED: the MRAM variables' sections inaccessible, no granule touched (any
+ * other mode: accessible, as the loader mapped them). */
+static int setup_paging(void)
+{
+    int64_t span = (S.cfg.mram_sec_size + PAGE_BYTES - 1) & ~(int64_t)(PAGE_BYTES - 1);
+    if (S.paged) {                       /* set up before: undo (the mode may change) */
+        mprotect(S.cfg.mram_sec, (size_t)S.mram_span, PROT_READ | PROT_WRITE);
+        free(S.granule);
+        free(S.touched);
+        S.granule = NULL;
+        S.touched = NULL;
+        S.paged = 0;
+    }
+    if (S.cfg.mram_swap != MRAM_SWAP_PAGED || !span)
+        return 0;
+    S.mram_span = span;
+    S.n_granules = (span + GRANULE_BYTES - 1) >> GRANULE_SHIFT;
+    S.granule = calloc((size_t)S.n_granules, 1);
+    S.touched = calloc((size_t)S.n_granules, sizeof *S.touched);
+    S.n_touched = 0;
+    if (!S.granule || !S.touched || mprotect(S.cfg.mram_sec, (size_t)span, PROT_NONE) != 0)
+        return -1;
+    S.paged = 1;
+    return 0;
+}
+
 EXPORT int dpurt_setup(const struct dpurt_config *cfg, uint32_t mram_heap_addr)
 {
     if (cfg->abi != DPURT_ABI || cfg->nr_tasklets < 1 || cfg->nr_tasklets > MAX_TASKLETS)
@@ -1053,6 +1216,8 @@ EXPORT int dpurt_setup(const struct dpurt_config *cfg, uint32_t mram_heap_addr)
             return -3;
         S.t[i].stack_size = (size_t)cfg->host_stack_bytes;
     }
+    if (setup_paging() != 0)
+        return -5;
     S.ready = 1;
     return 0;
 }
@@ -1117,11 +1282,10 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
 
     /* boot: images in, heap empty, counters zero */
     memcpy(S.cfg.image, wram, (size_t)S.cfg.image_size);
-    if (S.cfg.mram_swap && S.cfg.mram_sec_size) {
-        int saved = S.cfg.mram_swap;
+    if (S.cfg.mram_swap == MRAM_SWAP_EAGER && S.cfg.mram_sec_size) {
         S.cfg.mram_swap = 0;
         mram_copy(0, S.cfg.mram_sec, S.cfg.mram_sec_size, 0);
-        S.cfg.mram_swap = saved;
+        S.cfg.mram_swap = MRAM_SWAP_EAGER;
     }
     memset(S.cfg.bbc, 0, (size_t)S.cfg.n_bb * sizeof(uint64_t));
     S.ntask = (int)S.cfg.nr_tasklets;
@@ -1200,11 +1364,13 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
     r->instructions = instr;
     r->runtime_instructions = S.rt_instr;
     memcpy(wram, S.cfg.image, (size_t)S.cfg.image_size);
-    if (S.cfg.mram_swap && S.cfg.mram_sec_size) {
+    if (S.cfg.mram_swap == MRAM_SWAP_EAGER && S.cfg.mram_sec_size) {
         S.cfg.mram_swap = 0;
         mram_copy(0, S.cfg.mram_sec, S.cfg.mram_sec_size, 1);
-        S.cfg.mram_swap = 1;
+        S.cfg.mram_swap = MRAM_SWAP_EAGER;
     }
+    if (mram_paged())
+        granules_out();
     finish_pages(r);
     if (S.log_len) {
         r->log = malloc((size_t)S.log_len);
