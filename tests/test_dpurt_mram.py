@@ -102,3 +102,17 @@ def test_bad_swap_limit_is_named(dpu_sim, tmp_path, monkeypatch):
     monkeypatch.setenv("PIMRL_DPURT_MRAM_SWAP", "lots")
     with pytest.raises(DpuError, match="PIMRL_DPURT_MRAM_SWAP='lots'"):
         run_big(dpu_sim, tmp_path, n_words=1024, stride=100, nr_dpus=1, workers=1)
+
+
+def test_noinit_variables_cost_no_memory_until_touched(dpu_sim, tmp_path):
+    """Loading a program with 32 MiB of __mram_noinit on 16 DPUs writes only the initialised
+    __mram variables (as the DPU's loader does), and a launch that touches one word of the
+    array allocates one page per DPU, not 32 MiB each."""
+    (tmp_path / "big.c").write_text(BIG_C)
+    sim = dpu_sim(tmp_path / "big.c", nr_dpus=16, nr_tasklets=1,
+                  defines={"N_WORDS": 4 << 20, "STRIDE": 4 << 20})
+    mram = sim.dpus.alloc.mram
+    assert mram.bytes_allocated == 16 * 4096               # small_init's page, per DPU
+    sim.launch()
+    # words 0, 1, 2-3 (one page), the last word (one page), of 32 MiB
+    assert mram.bytes_allocated == 16 * 2 * 4096

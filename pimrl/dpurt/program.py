@@ -248,11 +248,14 @@ class DpuRtProgram(DpuProgram):
             self.mram_size = max(s.end for s in mram_secs) - self.mram_lo
         else:
             self.mram_lo, self.mram_size = 0, 0
-        self.mram_image = np.zeros(self.mram_size, dtype=np.uint8)
+        # The initialised variables (__mram) are written at load; the __mram_noinit ones after
+        # them are not, as on the DPU (a large noinit array costs no host memory until used).
         m = elf.section("dpu_mram")
-        if m is not None and m.size:
-            self.mram_image[m.addr - self.mram_lo:m.end - self.mram_lo] = np.frombuffer(
-                elf.contents("dpu_mram"), dtype=np.uint8)
+        init_end = m.end - self.mram_lo if m is not None and m.size else 0
+        self.mram_image = np.zeros(init_end, dtype=np.uint8)
+        if init_end:
+            self.mram_image[m.addr - self.mram_lo:] = np.frombuffer(elf.contents("dpu_mram"),
+                                                                    dtype=np.uint8)
         self.mram_used = (self.mram_size + 7) & ~7
         mram_bytes = hardware.mram_bytes if hardware is not None else 64 << 20
         anchor = elf.symbol("dpurt_anchor")
@@ -326,7 +329,7 @@ class DpuRtProgram(DpuProgram):
         for w in np.unique(slots % self.workers):
             c = self._copy(int(w), alloc.hw)
             alloc.wram[slots[slots % self.workers == w], :self.image_size] = c.pristine
-        if self.mram_size:
+        if self.mram_image.size:
             alloc.mram.write(slots, 0, self.mram_image)
 
     # ------------------------------------------------------------ launch
