@@ -15,8 +15,18 @@ built by pimrl's DPU compiler (``dpu-upmem-dpurte-clang``, :mod:`pimrl.dpurt`).
 ``PIMRL_SIMULATOR`` tells this package from the SDK's; :mod:`dpu.simulator` holds what only
 the simulator can answer (modelled times). docs/python-api.md sets it beside the SDK's.
 """
-from dpu.driver import (ALLOCATE_ALL, DpuContext, DpuError, DpuProgram, DpuSet, DpuSymbol,
+import time as _time
+
+_IMPORT_STARTED = _time.perf_counter()
+
+from dpu.driver import (ALLOCATE_ALL, DpuContext, DpuError, DpuProgram, DpuSet, DpuSymbol,  # noqa: E402
                         DpuVariable)
+from pimrl.shim import clock as _clock  # noqa: E402
+
+# PIMRL_MODELLED_CLOCK=1: the host program's clock becomes the modelled one from here on
+# (its names for the time module's clocks bound above `import dpu` included), and this
+# import counts as one simulator call, as the C shim counts the simulator's start.
+_clock.install(started_s=_IMPORT_STARTED)
 
 #: True in pimrl's package; the SDK's has no such attribute.
 PIMRL_SIMULATOR = True

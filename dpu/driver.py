@@ -23,6 +23,12 @@ import numpy as np
 
 from pimrl.pim import errors as sim_errors
 from pimrl.pim import system
+from pimrl.shim import clock
+
+#: Each SDK call below marked ``@_simulator_call`` is one simulator call of the modelled clock
+#: (``PIMRL_MODELLED_CLOCK=1``, :mod:`pimrl.shim.clock`): its wall time is replaced by the
+#: modelled time it books. Without the variable the methods are left as they are.
+_simulator_call = clock.simulator_call
 
 #: dpu_alloc / dpu_alloc_ranks: every free DPU (rank).
 ALLOCATE_ALL = system.DPU_ALLOCATE_ALL
@@ -75,6 +81,7 @@ class DpuProgram:
         self._program = program
         self.symbols: Dict[str, DpuSymbol] = {}
 
+    @_simulator_call
     def get_symbol(self, symbol: str) -> Optional[DpuSymbol]:
         """The symbol, or None if the program has none of that name."""
         if symbol not in self.symbols:
@@ -224,6 +231,7 @@ class DpuSet:
     ``profile`` is the simulator's: ``hardware=upmem-640``, any hardware parameter.
     """
 
+    @_simulator_call
     def __init__(self, nr_dpus: Optional[int] = None, nr_ranks: Optional[int] = None,
                  profile: str = "", binary=None, c_source=None, asm_source=None, log=None,
                  async_mode: Optional[bool] = False, _system_set=None):
@@ -251,6 +259,7 @@ class DpuSet:
                 self._sys = system.dpu_alloc(int(nr_dpus), profile)
             else:
                 self._sys = system.dpu_alloc_ranks(int(nr_ranks), profile)
+        clock.track(self._sys.alloc)
         self._dpu_list = self._rank_list = None
         try:
             if isinstance(log, list):
@@ -326,26 +335,31 @@ class DpuSet:
     def __exit__(self, exc_type, exc_value, exc_traceback):
         self.free()
 
+    @_simulator_call
     def __iter__(self):
         return iter(self._dpus)
 
     def __len__(self) -> int:
         return len(self._sys.slots)
 
+    @_simulator_call
     def dpus(self) -> List["DpuSet"]:
         """The DPUs of the set, each a one-DPU set."""
         return self._dpus
 
+    @_simulator_call
     def ranks(self) -> List["DpuSet"]:
         """The ranks of the set, each a one-rank set."""
         return self._ranks
 
+    @_simulator_call
     def free(self):
         """Release the DPUs (the set returned by the constructor only)."""
         with _translate():
             self._sys.free()
 
     # ---------------------------------------------------------------- programs
+    @_simulator_call
     def load(self, binary=None, c_source=None, asm_source=None) -> DpuProgram:
         """Load ``binary`` (a path, or the program's bytes) or build and load ``c_source``."""
         if (binary is None) == (c_source is None and asm_source is None):
@@ -419,6 +433,7 @@ class DpuSet:
             return named
         return system.Symbol(device.name, device.value(), device.size())
 
+    @_simulator_call
     def copy(self, dst, src, size: Optional[int] = None, offset: int = 0,
              async_mode: Optional[bool] = None):
         """Copy between the host and the DPUs: one of ``dst``/``src`` is a symbol (its name or
@@ -505,6 +520,7 @@ class DpuSet:
                 prepared.clear()
 
     # ---------------------------------------------------------------- execution
+    @_simulator_call
     def exec(self, log=None, async_mode: Optional[bool] = None):
         """Run the loaded program on every DPU of the set; then, unless asynchronous, write
         the DPUs' output to ``log`` (a stream, one per DPU, or a dict DPU -> stream) or to the
@@ -516,6 +532,7 @@ class DpuSet:
         if not asynchronous:
             self._logfn(log, None)
 
+    @_simulator_call
     def log(self, stream=None):
         """Write the DPUs' output to ``stream`` (default: the constructor's, else stdout)."""
         self._logfn(stream, sys.stdout)
@@ -549,6 +566,7 @@ class DpuSet:
             else:
                 stream.write(header + text)
 
+    @_simulator_call
     def sync(self):
         """Wait for the set's asynchronous work (and report its faults)."""
         with _translate():
@@ -556,7 +574,9 @@ class DpuSet:
 
     def call(self, fn: Callable[["DpuSet", int, Any], None], arg: Any,
              async_mode: Optional[bool] = None, is_blocking: bool = True, single_call: bool = False):
-        """``fn(set, index, arg)`` once per rank of the set (or once on the whole set)."""
+        """``fn(set, index, arg)`` once per rank of the set (or once on the whole set).
+        Not a simulator call of the modelled clock: ``fn`` is the host's code, and the calls
+        it makes count one by one."""
         asynchronous = self._async_mode if async_mode is None else async_mode
         if not asynchronous and not is_blocking:
             raise DpuError("a non-blocking callback must be asynchronous",

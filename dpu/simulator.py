@@ -16,6 +16,7 @@ import dataclasses
 
 from pimrl.pim import cost, system
 from pimrl.pim.hardware import PRESETS, Hardware
+from pimrl.shim.clock import simulator_call
 
 
 def profile(hardware: Hardware) -> str:
@@ -47,6 +48,7 @@ def system_set(dpu_set) -> system.DpuSet:
     return dpu_set._sys
 
 
+@simulator_call
 def modelled_seconds(dpu_set) -> dict:
     """Modelled seconds booked so far by the set's allocation, per PrIM time category."""
     return dict(dpu_set._sys.alloc.ledger.modelled_s)
@@ -79,6 +81,7 @@ def rows(matrix) -> list:
     return HostRows(matrix)
 
 
+@simulator_call
 def load(dpu_set, program: system.DpuProgram):
     """Load a program object of this process (a :class:`pimrl.pim.system.DpuProgram`: the
     SwiftRL numba kernel, a C kernel that reports its work counters) as ``load(binary=...)``

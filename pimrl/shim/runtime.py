@@ -27,7 +27,7 @@ import numpy as np
 from pimrl.io import atomic_write_bytes
 from pimrl.pim import cost, system
 from pimrl.pim.errors import DpuError, DpuErrorCode, fail
-from pimrl.shim import programs
+from pimrl.shim import clock, programs
 
 ALL_RANKS = 0xFFFFFFFF
 SET_RANKS, SET_DPU = 0, 1
@@ -533,9 +533,9 @@ def py_modelled(ref, category, seconds):
 
 def py_modelled_total(seconds):
     """Modelled seconds of every allocation so far, freed ones included (the modelled clock
-    of ``PIMRL_MODELLED_CLOCK``, host/src/dpu_shim.c); _guard has booked the fast path's
-    queued transfers first."""
-    seconds[0] = float(sum(e.alloc.ledger.modelled_total_s for e in _entries.values()))
+    of ``PIMRL_MODELLED_CLOCK``, host/src/dpu_shim.c; the ``dpu`` package's reads the same
+    sum, :mod:`pimrl.shim.clock`); _guard has booked the fast path's queued transfers first."""
+    seconds[0] = clock.modelled_total_s(e.alloc for e in _entries.values())
 
 
 def py_flush():
