@@ -1,10 +1,10 @@
 """Build step that makes an installed pimrl carry its non-Python files.
 
 ``pip install .`` (not editable) copies host/ (the C shim and the DPU runtime), kernels/
-(the SwiftRL kernels in UPMEM C), bin/, experiments/ (configs, figures) and docs/ into the
-package as ``pimrl/_data/``, where :mod:`pimrl.resources` finds them. Build outputs are left
-out. An editable install reads them from the checkout instead. The metadata is in
-pyproject.toml.
+(the SwiftRL kernels in UPMEM C), bin/, host/upmem/ (the UPMEM_HOME-style tree), experiments/
+(configs, figures) and docs/ into the package as ``pimrl/_data/``, where
+:mod:`pimrl.resources` finds them. Build outputs are left out. An editable install reads
+them from the checkout instead. The metadata is in pyproject.toml.
 """
 import importlib.util
 import os

@@ -1,5 +1,6 @@
 """Where pimrl's non-Python files are: the C shim (``host/``), the DPU kernels
-(``kernels/``), the SDK stand-in commands (``bin/``), the shipped configs
+(``kernels/``), the SDK stand-in commands (``bin/``), the UPMEM_HOME-style tree (``host/upmem/``:
+``bin/clang``, ``bin/dpu-clang``, ``share/upmem/cmake/...``), the shipped configs
 (``experiments/*.toml``) and the docs.
 
 In a source checkout they are the repository's folders beside the ``pimrl`` package. An
@@ -26,6 +27,9 @@ INSTALLED = ROOT == _INSTALLED
 HOST = ROOT / "host"
 KERNELS = ROOT / "kernels"
 BIN = ROOT / "bin"
+#: What ``dpu-pkg-config --upmem-home`` prints: laid out as the SDK's ${UPMEM_HOME} (its
+#: commands run those of BIN; docs/real-hardware.md, "Building SDK projects").
+UPMEM_HOME = ROOT / "host" / "upmem"
 EXPERIMENTS = ROOT / "experiments"
 DOCS = ROOT / "docs"
 

@@ -80,9 +80,13 @@ def test_installed_package_finds_its_files_in_itself(installed):
     data = Path(root)
     assert not list(data.rglob("build"))          # no build output of the checkout shipped
     for rel in ("host/src/dpu_shim.c", "host/include/dpu.h", "host/dpurt/src/dpurt.c",
-                "kernels/swiftrl.c", "bin/dpu-pkg-config"):
+                "kernels/swiftrl.c", "bin/dpu-pkg-config", "host/upmem/bin/clang", "host/upmem/bin/dpu-clang",
+                "host/upmem/share/upmem/cmake/include/host/DpuHost.cmake"):
         assert (data / rel).is_file(), rel
     assert os.access(data / "bin" / "dpu-pkg-config", os.X_OK)
+    assert os.access(data / "host" / "upmem" / "bin" / "dpu-clang", os.X_OK)
+    home = _run(["dpu-pkg-config", "--upmem-home"], cwd=elsewhere, env=env).stdout.strip()
+    assert home == str(data / "host" / "upmem")
     assert _run(["pimrl", "--version"], cwd=elsewhere, env=env).stdout.startswith("pimrl ")
 
 
