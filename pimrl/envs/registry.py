@@ -1,6 +1,8 @@
 """``make(env_id)``: the registry of environments and the spec-string syntax.
 
-A spec string is ``Name[:key=value,key=value]``, for example ``FrozenLake-v1``,
+A spec string is ``Name[:key=value,key=value]`` for pimrl's own environments, or
+``gym:ID[,key=value,...]`` for any Gymnasium environment with a transition table
+(:mod:`pimrl.envs.gymnasium_env`). For example ``FrozenLake-v1``,
 ``FrozenLake-v1:slippery=0``, ``FrozenLake-v1:seed=7,size=32``, ``CliffWalking-v1:max_steps=500``.
 Every value is a non-negative integer. ``env.env_id`` is canonical: the registered name
 (aliases resolved), keys sorted, options equal to their default omitted.
@@ -97,7 +99,8 @@ def parse_spec(env_id: str, **overrides) -> tuple[str, dict[str, int]]:
     name = ALIASES.get(name, name)
     if name not in REGISTRY:
         valid = ", ".join(sorted(list(REGISTRY) + list(ALIASES)))
-        raise ValueError(f"unknown environment {name!r}; valid names: {valid}")
+        raise ValueError(f"unknown environment {name!r}; valid names: {valid}, or gym:ID for a "
+                         "Gymnasium environment")
     entry = REGISTRY[name]
     given: dict[str, object] = {}
     for token in filter(None, (t.strip() for t in rest.split(","))) if rest else ():
@@ -133,6 +136,13 @@ def make(env_id: str, **overrides) -> TabularEnv:
     Keyword ``overrides`` set options too (``make("FrozenLake-v1", slippery=0)``). Unknown
     names, keys or values raise ``ValueError`` naming the offending token and the choices.
     """
+    from pimrl.envs.gymnasium_env import is_gym_id, make_gym
+
+    if is_gym_id(env_id):
+        if overrides:
+            raise ValueError(f"{env_id!r}: give a Gymnasium environment's options in its id "
+                             f"(gym:ID,key=value), not as {sorted(overrides)}")
+        return make_gym(env_id)
     name, opts = parse_spec(env_id, **overrides)
     entry = REGISTRY[name]
     tables, limit, description, desc = entry.build(opts)
