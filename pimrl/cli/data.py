@@ -69,14 +69,19 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_import(args) -> int:
+    from pimrl.cli import UserError
     from pimrl.data.format import save_dataset
     from pimrl.data.swiftrl import import_swiftrl
 
-    env = _make_env(args.env)
     if args.seed < 0:
-        from pimrl.cli import UserError
-
         raise UserError(f"--seed must be >= 0, got {args.seed}")
+    if (args.text is None) == (args.minari is None):
+        raise UserError("give a SwiftRL text file or --minari PATH_OR_ID, not both")
+    if args.minari is not None:
+        return _import_minari(args)
+    if args.env is None:
+        raise UserError("a SwiftRL text file needs --env (the environment the data came from)")
+    env = _make_env(args.env)
     t0 = time.perf_counter()
     records, stats = import_swiftrl(args.text, env, seed=args.seed, return_stats=True)
     dt = time.perf_counter() - t0
@@ -89,12 +94,48 @@ def _cmd_import(args) -> int:
     return 0
 
 
+def _import_minari(args) -> int:
+    from pimrl.data.format import save_dataset
+    from pimrl.data.minari_io import import_minari
+    from pimrl.io import check_destination
+
+    check_destination(args.out)
+    env = _make_env(args.env) if args.env is not None else None
+    t0 = time.perf_counter()
+    records, stats = import_minari(args.minari, env, seed=args.seed, return_stats=True)
+    dt = time.perf_counter() - t0
+    _err(f"imported {stats['n_steps']:,} transitions in {stats['n_episodes']:,} episodes of "
+         f"{stats['env_id']} from Minari dataset {args.minari} in {dt:.2f} s "
+         f"({stats['n_terminated']:,} terminated, {stats['n_truncated']:,} truncated, "
+         f"{stats['n_imputed']:,} next actions imputed)")
+    from pimrl.envs import make
+
+    env = env or make(stats["env_id"])
+    save_dataset(args.out, records, env.env_id, args.seed, "minari-import",
+                 n_states=env.n_states, n_actions=env.n_actions, n_imputed=stats["n_imputed"])
+    _err(f"wrote {args.out}")
+    return 0
+
+
+def _export_minari(args, ds) -> int:
+    from pimrl.data.minari_io import export_minari
+
+    path = export_minari(ds.records, ds.env(), args.minari, root=args.out)
+    _err(f"wrote {len(ds):,} transitions of {ds.env_id} as Minari dataset {args.minari} ({path})")
+    return 0
+
+
 def _cmd_export(args) -> int:
+    from pimrl.cli import UserError
     from pimrl.data.format import load_dataset
     from pimrl.data.swiftrl import export_swiftrl
 
     from pimrl.io import check_destination
 
+    if args.minari is not None:
+        return _export_minari(args, load_dataset(args.file))
+    if args.out is None:
+        raise UserError("--out: the text file to write (or --minari NAME for a Minari dataset)")
     check_destination(args.out)        # before the work, not after
     ds = load_dataset(args.file)
     export_swiftrl(ds.records, args.out)
@@ -146,21 +187,33 @@ def register(subparsers) -> None:
     g.add_argument("--out", required=True, help="output dataset file")
     g.set_defaults(func=_cmd_generate)
 
-    i = sub.add_parser("import", help="import a SwiftRL text file (s a r s' per line)",
-                       description="Import a SwiftRL text dataset for ENV.")
-    i.add_argument("text", help="the text file")
-    i.add_argument("--env", required=True, help="environment the data came from")
+    i = sub.add_parser("import", help="import a SwiftRL text file (s a r s' per line) or a "
+                       "Minari dataset",
+                       description="Import a SwiftRL text dataset for ENV, or a local Minari "
+                       "dataset (--minari: discrete observations and actions; its environment "
+                       "is the one it names unless --env is given; docs/dataset-format.md).")
+    i.add_argument("text", nargs="?", help="the text file")
+    i.add_argument("--minari", metavar="PATH_OR_ID",
+                   help="a Minari dataset folder, or the id of one under Minari's local root "
+                   "(MINARI_DATASETS_PATH); needs pimrl[minari]")
+    i.add_argument("--env", help="environment the data came from (required for text)")
     i.add_argument("--out", required=True, help="output dataset file")
     i.add_argument("--seed", type=int, default=0,
                    help="seed of the draws imputing unknown next actions (default 0)")
     i.set_defaults(func=_cmd_import)
 
-    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line)",
+    e = sub.add_parser("export", help="write a dataset as SwiftRL text (s a r s' per line) or "
+                       "as a Minari dataset",
                        description="Write the transitions of a dataset as SwiftRL text, one "
                        "'s a r s'' line each (integer rewards as integers, others with 9 "
-                       "significant digits); the file is written atomically.")
+                       "significant digits), or with --minari NAME as a Minari dataset of that "
+                       "id (episodes; under --out, default Minari's local root); written "
+                       "atomically.")
     e.add_argument("file", help="dataset file")
-    e.add_argument("--out", required=True, help="output text file")
+    e.add_argument("--out", help="output text file (with --minari: the root folder of Minari "
+                   "datasets, default MINARI_DATASETS_PATH or ~/.minari/datasets)")
+    e.add_argument("--minari", metavar="NAME", help="write a Minari dataset with this id "
+                   "(e.g. pimrl/taxi-random-v0); needs pimrl[minari]")
     e.set_defaults(func=_cmd_export)
 
     n = sub.add_parser("info", help="header fields and summary statistics of a dataset",
