@@ -15,9 +15,12 @@ def register(subparsers) -> None:
         description="Evaluate the greedy policy (lowest action among ties) of a Q-table saved "
         "as a (states, actions) .npy array, beside the greedy policy of value iteration's Q* "
         "with the same gamma. Exact (from the tables, over the episode limit) unless "
-        "--rollouts is given.",
+        "--rollouts is given. For a Gymnasium environment (--env gym:ID) --rollouts runs the "
+        "policy in the real Gymnasium env instead, beside the exact evaluation.",
     )
-    p.add_argument("--q", required=True, metavar="PATH.npy", help="Q-table, shape (S, A)")
+    p.add_argument("--q", required=True, metavar="PATH",
+                   help="Q-table (.npy, shape (S, A)) or a policy file (.npz, pimrl train "
+                   "--save-policy)")
     p.add_argument("--env", required=True, metavar="ENV_ID",
                    help="environment spec, e.g. FrozenLake-v1 or FrozenLake-v1:size=32,seed=7 "
                    "(pimrl list)")
@@ -38,8 +41,18 @@ def load_q(path: str, env) -> np.ndarray:
 
     if os.path.lexists(path):
         check_regular_input(path)     # a FIFO would block the read forever
+    if str(path).endswith(".npz"):
+        from pimrl.policy import load_policy
+
+        try:
+            q = np.array(load_policy(path).q)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    else:
+        q = None
     try:
-        q = np.load(path, allow_pickle=False)
+        if q is None:
+            q = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except (OSError, ValueError) as exc:
@@ -75,12 +88,21 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise UserError(f"--seed must be >= 0, got {args.seed}")
     q = load_q(args.q, env)
-    res = evaluate_against_optimum(env, q, args.gamma, n_rollouts=args.rollouts, seed=args.seed)
+    from pimrl.envs.gymnasium_env import is_gym_id, rollouts_in_gymnasium
+
+    in_gym = is_gym_id(env.env_id) and args.rollouts is not None
+    res = evaluate_against_optimum(env, q, args.gamma, seed=args.seed,
+                                   n_rollouts=None if in_gym else args.rollouts)
     res["q"] = args.q
+    if in_gym:
+        from pimrl.policy import GreedyPolicy
+
+        res["gymnasium"] = rollouts_in_gymnasium(env.env_id, GreedyPolicy(q), args.rollouts,
+                                                 args.seed, env.max_episode_steps, env.goal)
     if args.json:
         print(json.dumps(res, sort_keys=True))
         return 0
-    if args.rollouts is None:
+    if args.rollouts is None or in_gym:
         how = f"computed exactly from the tables, horizon {res['horizon']} steps"
         fmt = lambda x, se: f"{x:12.4f}"  # noqa: E731
     else:
@@ -100,4 +122,10 @@ def run_eval(args: argparse.Namespace) -> int:
     print(f"{'':{width}}  {'success rate':>{cw}}  {'mean return':>{rw}}")
     for r, c in zip(rows, cells):
         print(f"{r[0]:{width}}  {c[0]:>{cw}}  {c[1]:>{rw}}")
+    if in_gym:
+        g = res["gymnasium"]
+        print(f"greedy policy of Q in Gymnasium: {g['n_episodes']} episodes (reset seeds "
+              f"{g['seed']}..{g['seed'] + g['n_episodes'] - 1}, at most {g['horizon']} steps): "
+              f"success rate {g['success_rate']:.4f} +- {g['success_rate_ci95']:.4f}, mean return "
+              f"{g['mean_return']:.4f} +- {g['mean_return_ci95']:.4f} (95 % confidence intervals)")
     return 0

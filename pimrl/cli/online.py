@@ -190,10 +190,9 @@ def run_online(args) -> int:
                 "optimal": quality(ev, args.tolerance),
                 "suboptimal_states": suboptimal_states(env0, q, q_star)}
 
-    if args.save_q:
-        from pimrl.io import check_destination
+    from pimrl.cli.train import check_save_destinations, save_learned
 
-        check_destination(args.save_q)
+    check_save_destinations(args)
     trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets, aggregate=args.aggregate,
                             agents=args.agents, hardware=hw, kernel=args.kernel,
                             force_mram=args.force_mram)
@@ -238,11 +237,7 @@ def run_online(args) -> int:
                                "aggregate_measured_s": res.aggregate_measured_s,
                                "env_steps_per_measured_s": res.env_steps_per_s_measured,
                                "tables_equal_dpus": same}
-    if args.save_q:
-        from pimrl.io import atomic_save_npy
-
-        atomic_save_npy(args.save_q, trainer.q_.astype(np.float64))
-        out["saved_q"] = args.save_q
+    save_learned(args, trainer.q_, env0, base, out)
     if args.json:
         print(json.dumps(out, sort_keys=True, default=float))
     else:

@@ -106,6 +106,9 @@ def register(subparsers) -> None:
     add_executor_arguments(p, "--backend pim: the DPU set's whole ranks spread over the workers")
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
+    g.add_argument("--save-policy", metavar="PATH.npz",
+                   help="write the greedy policy of the learned table: one .npz that loads with "
+                   "numpy alone (q, greedy_action, JSON metadata; pimrl.policy.load_policy)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     from pimrl.cli.online import add_arguments as add_online_arguments
@@ -184,10 +187,7 @@ def run_train(args: argparse.Namespace) -> int:
 
         return run_online(args)
     params = _params(args)
-    if args.save_q:
-        from pimrl.io import check_destination
-
-        check_destination(args.save_q)
+    check_save_destinations(args)
     if args.backend != "pim":
         given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition", "--device",
                              "--tasklet-mode")
@@ -283,16 +283,43 @@ def run_train(args: argparse.Namespace) -> int:
         from pimrl.envs import evaluate_against_optimum
 
         out["evaluation"] = evaluate_against_optimum(env, q, params.gamma)
-    if args.save_q:
-        from pimrl.io import atomic_save_npy
-
-        atomic_save_npy(args.save_q, q.astype(np.float64))
-        out["saved_q"] = args.save_q
+    save_learned(args, q, env, params, out)
     if args.json:
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print_report(out, params)
     return 0
+
+
+def check_save_destinations(args) -> None:
+    """--save-q and --save-policy checked before any work (a bad path fails at once)."""
+    from pimrl.cli import UserError
+    from pimrl.io import check_destination
+
+    for path in (args.save_q, args.save_policy):
+        if path:
+            check_destination(path)
+    if args.save_policy and not str(args.save_policy).endswith(".npz"):
+        raise UserError(f"--save-policy {args.save_policy!r}: the policy file is an .npz archive; "
+                        "name it PATH.npz")
+
+
+def save_learned(args, q, env, params, out: dict) -> None:
+    """Write --save-q (the table) and --save-policy (its greedy policy), atomically."""
+    if args.save_q:
+        from pimrl.io import atomic_save_npy
+
+        atomic_save_npy(args.save_q, q.astype(np.float64))
+        out["saved_q"] = args.save_q
+    if args.save_policy:
+        from dataclasses import asdict
+
+        from pimrl.policy import GreedyPolicy
+
+        learner = {k: v for k, v in asdict(params).items()
+                   if isinstance(v, (int, float, str, bool)) or v is None}
+        GreedyPolicy(q, env.env_id, {"learner": learner}).save(args.save_policy)
+        out["saved_policy"] = args.save_policy
 
 
 def scaling_table(runs):
@@ -437,3 +464,7 @@ def print_report(out, params):
     if "saved_q" in out:
         which = f" (the {out['q_from_dpus']}-DPU run)" if "scaling" in out else ""
         print(f"Q-table written to {out['saved_q']}{which}")
+    if "saved_policy" in out:
+        which = f" (the {out['q_from_dpus']}-DPU run)" if "scaling" in out else ""
+        print(f"greedy policy written to {out['saved_policy']}{which} (pimrl.policy.load_policy, "
+              "or numpy.load)")

@@ -175,3 +175,41 @@ def _initial(env, S: int, env_id: str) -> tuple[np.ndarray, str]:
             raise ValueError(f"{env_id!r}: reset() returned state {s}, outside [0, {S})")
         counts[int(s)] += 1
     return counts / counts.sum(), f"estimated from {INITIAL_SAMPLES} resets (seeds 0..{INITIAL_SAMPLES - 1})"
+
+
+def rollouts_in_gymnasium(env_id: str, policy, n_episodes: int, seed: int,
+                          max_steps: int | None = None, goal=None) -> dict:
+    """Run ``policy`` (a callable on an observation) for ``n_episodes`` episodes in the real
+    Gymnasium environment of ``env_id`` (episode ``i`` reset with ``seed + i``), each up to
+    ``max_steps`` steps (default: the tabular env's limit). Returns the mean undiscounted
+    return, success rate (terminated in a state of ``goal``) and length, each with the
+    half-width of its 95 % confidence interval (1.96 standard errors)."""
+    gym = _gymnasium()
+    name, kwargs = parse_gym_id(env_id)
+    if max_steps is None or goal is None:
+        table = make_gym(env_id)
+        max_steps = table.max_episode_steps if max_steps is None else max_steps
+        goal = table.goal if goal is None else goal
+    n = int(n_episodes)
+    returns, lengths, success = np.zeros(n), np.zeros(n), np.zeros(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = gym.make(name, **kwargs)
+    try:
+        for i in range(n):
+            obs, _ = env.reset(seed=int(seed) + i)
+            for t in range(int(max_steps)):
+                obs, r, term, trunc, _ = env.step(policy(obs))
+                returns[i] += float(r)
+                lengths[i] = t + 1
+                if term:
+                    success[i] = float(bool(goal[int(obs)]))
+                if term or trunc:
+                    break
+    finally:
+        env.close()
+    half = (lambda x: float(1.96 * x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan"))
+    return {"method": "gymnasium-rollouts", "n_episodes": n, "seed": int(seed),
+            "horizon": int(max_steps), "mean_return": float(returns.mean()),
+            "mean_return_ci95": half(returns), "success_rate": float(success.mean()),
+            "success_rate_ci95": half(success), "mean_length": float(lengths.mean())}
