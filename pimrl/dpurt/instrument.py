@@ -82,7 +82,6 @@ PROBE_NO_PREEMPT = """\tpushfq
 \tmovq\t%rax, __dpurt_icount(%rip)
 \tpopq\t%rax
 \tpopfq"""
-_REG64 = re.compile(r"%r(?:[a-ds]x|[sd]i|[sb]p|\d+)\b")
 #: The first line of an inline-assembly block that stands for a DPU instruction the host has
 #: no single instruction for (host/dpurt/include/dpurt_builtins.h, from <built_ins.h>):
 #: ``dpurt-op NAME``, the whole block one operation NAME of the hardware's ``op_instructions``
@@ -93,6 +92,7 @@ _FIXED_COST = re.compile(r"^#\s*dpurt-(insn|op)\s+([\w.]+)")
 _ALU = ("add", "sub", "and", "or", "xor", "adc", "sbb", "neg", "not", "inc", "dec", "shl",
         "shr", "sar", "sal", "rol", "ror", "cmp", "test")
 _REG_NAME = re.compile(r"%([a-z0-9]+)")
+_REG_ONLY = re.compile(r"^%([a-z0-9]+)$")
 _MEM = re.compile(r"\(([^)]*)\)")
 
 
@@ -119,14 +119,87 @@ def address_registers(operand_list) -> set:
     return regs
 
 
+#: x86 operand size of a mnemonic's size suffix (AT&T syntax), in bits.
+_SUFFIX_BITS = {"b": 8, "w": 16, "l": 32, "q": 64}
+_REG_BITS = {**{r: 64 for r in ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rsp", "rbp", "rip")},
+             **{r: 32 for r in ("eax", "ebx", "ecx", "edx", "esi", "edi", "esp", "ebp", "eip")},
+             **{r: 16 for r in ("ax", "bx", "cx", "dx", "si", "di", "sp", "bp")},
+             **{r: 8 for r in ("al", "bl", "cl", "dl", "ah", "bh", "ch", "dh", "sil", "dil",
+                               "spl", "bpl")}}
+#: The emulated integer multiplies and divisions: stem and size suffix.
+_MULDIV = re.compile(r"^(imul|mul|mulx|idiv|div)([bwlq]?)$")
+#: Shifts and rotates, whose ``%cl`` count is no data operand.
+_SHIFTS = ("shl", "shr", "sar", "sal", "rol", "ror")
+
+
+def register_bits(name: str) -> int | None:
+    """Width in bits of general-purpose register ``name`` (without ``%``): ``rax``/``r8`` 64,
+    ``eax``/``r8d`` 32, ``ax``/``r8w`` 16, ``al``/``r8b`` 8; None for any other register."""
+    m = re.fullmatch(r"r(\d+)([dwb]?)", name)
+    if m:
+        return {"": 64, "d": 32, "w": 16, "b": 8}[m.group(2)]
+    return _REG_BITS.get(name)
+
+
+def split_operands(operands: str) -> list:
+    """An instruction's operands, split at the commas outside parentheses (a memory operand
+    ``disp(base,index,scale)`` stays one operand)."""
+    parts, depth, cur = [], 0, []
+    for ch in operands:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _register_operands(operands: str) -> list:
+    """The register operands (``%eax``, not the registers of a memory operand's address)."""
+    regs = []
+    for o in split_operands(operands):
+        m = _REG_ONLY.match(o)
+        if m:
+            regs.append(m.group(1))
+    return regs
+
+
+def operand_bits(mnemonic: str, operands: str, suffix: str | None = None) -> int | None:
+    """x86 operand size of an integer instruction, in bits: its mnemonic's size suffix
+    (``l`` 32, ``q`` 64, ``w`` 16, ``b`` 8; ``suffix`` when the caller has split it off,
+    else the last letter of ``mnemonic`` if what precedes it is an arithmetic stem), or,
+    without one, its last register operand's width (``imul %rsi, %rdi``: 64). Never the
+    registers of a memory operand's address ``disp(base,index,scale)``, which are the
+    host's 64-bit pointers whatever the data's width (``imull 0(%rbp,%rax), %edx``: 32).
+    None when neither tells (a memory operand alone, SSE registers)."""
+    if suffix is None:
+        stem, last = mnemonic[:-1], mnemonic[-1:]
+        if last in _SUFFIX_BITS and stem in _ALU + ("imul", "mul", "mulx", "idiv", "div"):
+            suffix = last
+    if suffix:
+        return _SUFFIX_BITS[suffix]
+    for r in reversed(_register_operands(operands)):
+        bits = register_bits(r)
+        if bits is not None:
+            return bits
+    return None
+
+
 def _wide_data(mnemonic: str, operands: str, addr_regs) -> bool:
-    """A 64-bit integer operation on data (not on a pointer): two DPU instructions."""
-    regs = _REG_NAME.findall(operands.split("(")[0] if "(" not in operands else
-                             _MEM.sub("", operands))
-    if not (mnemonic.endswith("q") or any(_REG64.fullmatch("%" + r) for r in regs)):
+    """A 64-bit integer operation on data (not on a pointer): two DPU instructions. The
+    width is :func:`operand_bits`; data means no register operand (a shift's ``%cl`` count
+    aside) is one the block uses as an address; a 64-bit memory form is data."""
+    if operand_bits(mnemonic, operands) != 64 or addr_regs is None:
         return False
-    if addr_regs is None:
-        return False
+    regs = _register_operands(operands)
+    if mnemonic.startswith(_SHIFTS) and len(regs) > 1 and regs[0] == "cl":
+        regs = regs[1:]
     return not any(_reg_family(r) in addr_regs for r in regs) or "(" in operands
 
 
@@ -138,14 +211,17 @@ def classify(mnemonic: str, operands: str, next_mnemonic: str | None,
     calibrated on PrIM's arithmetic loop ``a[i] = a[i] OP k`` (6 DPU instructions an INT32
     element, 7 an INT64 one, plus the routine of an emulated operation):
 
-    - SSE arithmetic is the DPU's soft-float routine; ``imul``/``mul``/``div`` are the
-      emulated 32- or 64-bit routines by operand width; a multiply by a constant is two
-      shift-and-add instructions;
+    - SSE arithmetic is the DPU's soft-float routine; ``imul``/``mul``/``div``/``idiv`` are
+      the emulated 32- or 64-bit routines by operand width (:func:`operand_bits`: the size
+      suffix, else the register operands, never a memory operand's address registers), a
+      one-operand ``mul``/``imul`` (32 x 32 -> 64) the 64-bit one; a multiply by a constant
+      is two shift-and-add instructions;
     - an arithmetic instruction that reads and writes memory is a load, the operation and a
       store (3); one that reads memory a load and the operation (2);
     - a compare (or test) and its conditional jump are two instructions;
-    - a 64-bit operation on data (not on a register the block uses as an address: pointers
-      are 32-bit on a DPU) takes two 32-bit instructions, its memory forms one more;
+    - a 64-bit operation on data (width as above; not on a register the block uses as an
+      address: pointers are 32-bit on a DPU) takes two 32-bit instructions, its memory forms
+      one more;
     - moves, loads and stores of any width (the DPU loads and stores 64-bit pairs), ``lea``,
       calls and returns are one instruction; everything else is one;
     - loading a global's address from the GOT (position-independent host code) is none: a
@@ -164,17 +240,18 @@ def classify(mnemonic: str, operands: str, next_mnemonic: str | None,
     if base in _PACKED:
         op, lanes = _PACKED[base]
         return 0.0, op, lanes
-    if base.startswith("imul") or base in ("mul", "mull", "mulq", "mulb", "mulw"):
-        ops = [o.strip() for o in operands.split(",")] if operands else []
+    muldiv = _MULDIV.match(base)
+    if muldiv:
+        stem, suffix = muldiv.groups()
+        bits = operand_bits(base, operands, suffix)
+        if stem.endswith("div"):
+            return 0.0, "int64_div" if bits == 64 else "int32_div", 1
+        ops = split_operands(operands)
         if ops and ops[0].startswith("$"):
             return 2.0, None, 0                     # constant multiply: shifts and adds
-        wide = base.endswith("q") or bool(_REG64.search(operands))
-        if base in ("mull", "mul") and not wide:
-            return 0.0, "int64_mul", 1              # 32 x 32 -> 64 widening multiply
-        return 0.0, "int64_mul" if wide else "int32_mul", 1
-    if base.startswith("div") or base.startswith("idiv"):
-        wide = base.endswith("q") or bool(_REG64.search(operands))
-        return 0.0, "int64_div" if wide else "int32_div", 1
+        # one operand (edx:eax = eax * src) and mulx: a 32 x 32 -> 64 widening multiply
+        widening = len(ops) == 1 or stem == "mulx"
+        return 0.0, "int64_mul" if bits == 64 or (widening and bits == 32) else "int32_mul", 1
     alu = base.startswith(_ALU) and not base.startswith(_MOVE_PREFIXES)
     wide = alu and _wide_data(base, operands, addr_regs)
     if (base.startswith("cmp") or base.startswith("test")) and next_mnemonic and _JCC.match(next_mnemonic):
@@ -228,7 +305,6 @@ def dma_operand_moves(instrs) -> set:
 _SHIFT_IMM = ("sal", "shl", "shr")
 _THREE_OPERAND = ("add", "sub", "and", "or", "xor", "sal", "shl", "shr", "sar", "neg", "not",
                   "inc", "dec")
-_REG_ONLY = re.compile(r"^%([a-z0-9]+)$")
 
 
 def _base_op(mnemonic: str) -> str:
