@@ -254,3 +254,17 @@ def test_makefile_project_with_dpu_clang_and_ldpu(shim_env, tmp_path):
     outside.pop("LD_LIBRARY_PATH", None)
     run = _run([str(work / "bin" / "checksum_host")], env=outside, cwd=work)
     assert run.stdout.strip() == "2 DPUs, 8 tasklets: OK"
+
+
+@pytest.mark.skipif(not DPURT_OK, reason="the DPU runtime needs a host C compiler on x86-64 Linux")
+def test_the_compiler_takes_the_target_as_two_words_and_cmake_object_names(tmp_path):
+    """``dpu-upmem-dpurte-clang -target dpu-upmem-dpurte`` (two words, as the SDK's clang
+    takes it) and objects named ``.obj`` (CMake's names under a toolchain file)."""
+    src = tmp_path / "t.c"
+    src.write_text(DPU_SRC)
+    clang = str(BIN / "dpu-upmem-dpurte-clang")
+    _run([clang, "-target", "dpu-upmem-dpurte", "-DNR_TASKLETS=2", "-O2", "-c", "-o",
+          str(tmp_path / "t.obj"), str(src)], env=_env())
+    _run([clang, "--target", "dpu-upmem-dpurte", "-DNR_TASKLETS=2", "-o", str(tmp_path / "t"),
+          str(tmp_path / "t.obj")], env=_env())
+    assert (tmp_path / "t").stat().st_size > 0

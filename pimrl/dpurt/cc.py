@@ -10,7 +10,9 @@ object the pimrl loader (:func:`pimrl.dpurt.load_program`, the shim's ``dpu_load
    multiply-add, no red zone);
 2. the assembly gets a counter at every basic block (:mod:`pimrl.dpurt.instrument`);
 3. the objects are linked with the runtime (``host/dpurt/src/dpurt.c``) into a shared
-   object with a linker script that keeps the WRAM image (``.data`` .. ``.bss``) contiguous.
+   object with a linker script that keeps the WRAM image (``.data`` .. ``.bss``) contiguous;
+   a symbol nothing defines fails the link (``-z defs``), named with the line of its call
+   (:func:`undefined_symbols_message`), as the SDK's linker fails it.
 
 Flags for the DPU toolchain only (``-mcpu=...``, ``-flto``, ``-Wl,...``) are ignored with a
 note. ``PIMRL_DPURT_CC`` names the host compiler (default ``gcc``); ``PIMRL_DPURT_CACHE``
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -51,8 +54,18 @@ CODE_FLAGS = ["-fPIC", "-fno-semantic-interposition", "-mno-red-zone", "-fno-tre
               # toolchain's clang -O2 does (gcc -O2 only when the code does not grow); trip
               # counts not inferred from array bounds, so an overrunning loop still runs
               # (and faults) as on the DPU
-              "-fpeel-loops", "-fno-aggressive-loop-optimizations"]
-LINK_FLAGS = ["-shared", "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack"]
+              "-fpeel-loops", "-fno-aggressive-loop-optimizations",
+              # the DPU compiler's own builtins (__builtin_dpu_tid ...) need no header
+              "-include", str(INCLUDE / "dpurt_builtins.h")]
+#: Line tables (no code change) so that the linker names the line of an undefined call;
+#: added when the user's flags choose no -g level.
+LINE_INFO_FLAGS = ["-g1"]
+#: ``-z defs``: a symbol no object, the runtime or the C library defines fails the link, as
+#: the SDK's linker fails it, not the load.
+LINK_FLAGS = ["-shared", "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack", "-Wl,-z,defs"]
+#: Linked after the program: the C and math libraries (the runtime's memcpy, memset ...; a
+#: program's sqrt, which on the host resolves like any libc call).
+LINK_LIBS = ["-lm"]
 
 
 class BuildError(RuntimeError):
@@ -192,7 +205,8 @@ def compile_source(src: Path, obj: Path, flags: list, verbose=False, preempt=Tru
     cc = host_cc()
     with tempfile.TemporaryDirectory(prefix="dpurt-") as tmp:
         asm = Path(tmp) / (src.stem + ".s")
-        _run([cc, "-I", INCLUDE, *flags, *CODE_FLAGS, "-S", src, "-o",
+        line_info = [] if any(f.startswith("-g") for f in flags) else LINE_INFO_FLAGS
+        _run([cc, "-I", INCLUDE, *flags, *CODE_FLAGS, *line_info, "-S", src, "-o",
               asm], verbose)
         text, info = instrument(asm.read_text(), src.name, preempt)
         defs = _defines(flags)
@@ -220,12 +234,91 @@ def link(objects: list, out: Path, flags: list, verbose=False) -> None:
         info_o = Path(tmp) / "dpurt_info.o"
         _run([cc, "-c", info_s, "-o", info_o], verbose, "assembling")
         tmp_out = Path(tmp) / "program.so"
-        _run([cc, *LINK_FLAGS, f"-Wl,-T,{LINKER_SCRIPT}", "-o", tmp_out, *objects,
-              syslib_archive(verbose), runtime_object(verbose), info_o], verbose, "linking")
+        cmd = [cc, *LINK_FLAGS, f"-Wl,-T,{LINKER_SCRIPT}", "-o", tmp_out, *objects,
+               syslib_archive(verbose), runtime_object(verbose), info_o, *LINK_LIBS]
+        try:
+            _run(cmd, verbose, "linking")
+        except BuildError as exc:
+            undefined = undefined_symbols_message(str(exc))
+            if undefined is None:
+                raise
+            raise BuildError(undefined) from None
         check_wram(tmp_out, flags, str(out))
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tmp_out, out)
         os.chmod(out, 0o755)
+
+
+_LD_PREFIX = re.compile(r"^\S*ld(?:\.\w+)?: (?:error: )?")
+_GNU_UNDEFINED = re.compile(r"undefined reference to [`']([^'`]+)'")
+_GNU_IN_FUNCTION = re.compile(r"in function [`']([^'`]+)'")
+_LLD_UNDEFINED = re.compile(r"undefined symbol: (\S+)")
+_LLD_REFERENCED = re.compile(r">>> referenced by (.+)")
+_MAX_REFERENCES = 3
+
+
+def _reference(location: str, function: str | None) -> str:
+    """``file:line`` (with line tables), else the file the linker names (``f.c:(.text+0x1a)``
+    without them), and the calling function."""
+    location = location.strip()
+    m = re.fullmatch(r"(.*?):\(.*\)", location)
+    if m:
+        location = m.group(1)
+    return location + (f" (in function {function})" if function else "")
+
+
+def _builtins_provided() -> set:
+    """The instruction builtins <built_ins.h> defines (dpurt_builtins.h's macros)."""
+    text = (INCLUDE / "dpurt_builtins.h").read_text()
+    return set(re.findall(r"^#define (__builtin_\w+)\(", text, re.M))
+
+
+def undefined_symbols_message(linker_output: str) -> str | None:
+    """The linker's undefined symbols as the SDK's linker reports them (``undefined symbol:
+    NAME`` then ``>>> referenced by FILE:LINE``), each with what defines it; None when the
+    link failed for another reason. Reads GNU ld's and lld's messages."""
+    refs: dict = {}
+    function = None
+    for line in linker_output.splitlines():
+        text = _LD_PREFIX.sub("", line.strip())
+        fn = _GNU_IN_FUNCTION.search(text)
+        if fn:
+            function = fn.group(1)
+            continue
+        gnu = _GNU_UNDEFINED.search(text)
+        if gnu:
+            location = text[:gnu.start()].rstrip(": ")
+            refs.setdefault(gnu.group(1), []).append(_reference(location, function))
+            continue
+        lld = _LLD_UNDEFINED.search(text)
+        if lld:
+            current = lld.group(1)
+            refs.setdefault(current, [])
+            continue
+        ref = _LLD_REFERENCED.search(text)
+        if ref and refs:
+            refs[list(refs)[-1]].append(_reference(ref.group(1), None))
+    if not refs:
+        return None
+    provided = _builtins_provided()
+    out = []
+    for sym, where in refs.items():
+        out.append(f"undefined symbol: {sym}")
+        seen = list(dict.fromkeys(where))
+        out += [f">>> referenced by {w}" for w in seen[:_MAX_REFERENCES]]
+        if len(seen) > _MAX_REFERENCES:
+            out.append(f">>> referenced {len(seen) - _MAX_REFERENCES} more times")
+        if sym in provided:
+            out.append(">>> a DPU builtin of <built_ins.h>: include <built_ins.h>")
+        elif sym.startswith("__builtin_"):
+            out.append(">>> a DPU builtin the pimrl DPU runtime does not provide "
+                       "(docs/dpu-runtime.md, \"DPU builtins\")")
+        elif sym == "main":
+            out.append(">>> a DPU program defines main()")
+        else:
+            out.append(">>> defined by no source of the program, nor by the DPU system library, "
+                       "the pimrl runtime or the C library")
+    return "\n".join(out)
 
 
 _IGNORED_PREFIXES = ("-mcpu", "-march", "-mtune", "-flto", "-Wl,", "-fuse-ld", "--target",
@@ -255,6 +348,10 @@ def main(argv=None) -> int:
             compile_only = True
         elif a == "-v":
             verbose = True
+        elif a in ("-target", "--target"):        # the target as the next word
+            target = next(it, "")
+            if verbose:
+                print(f"{prog}: note: ignoring DPU toolchain flag {a} {target}", file=sys.stderr)
         elif a in _WITH_ARG:
             val = next(it, "")
             if a in ("-L", "-l"):
@@ -267,7 +364,7 @@ def main(argv=None) -> int:
             flags.append(a)
         elif a.endswith((".c", ".C")):
             sources.append(Path(a))
-        elif a.endswith((".o", ".so")):
+        elif a.endswith((".o", ".obj", ".so")):       # .obj: CMake's object names
             objects.append(Path(a))
         elif a.endswith((".s", ".S")):
             print(f"{prog}: error: {a}: DPU assembly cannot run in the pimrl simulator; "

@@ -18,7 +18,8 @@ sysname_t me(void);
 void halt(void) __attribute__((noreturn));
 /* Remaining stack bytes of the running tasklet (as the model counts them). */
 int check_stack(void);
-static inline void nop(void) {}
+/* The DPU's nop instruction: one instruction of time (delay loops). */
+static inline void nop(void) { __asm__ volatile("# dpurt-insn 1\n\tnop"); }
 
 /* A fault of this DPU (DPU_ERR_DPU_FAULT at launch), with a reason. __builtin_trap()
  * faults as the DPU's `fault` instruction does. */
