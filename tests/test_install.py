@@ -116,3 +116,59 @@ def test_installed_package_runs_the_c_kernels(installed):
              cwd=elsewhere, env=env)
     out = json.loads(r.stdout)
     assert out["runs"][0]["kernel"] == "c" and out["runs"][0]["n_updates"] == 2000
+
+
+def test_a_users_kernel_test_gets_dpu_sim_with_no_conftest(installed):
+    """The pytest11 entry point registers the dpu_sim fixture on install: a user's test of
+    their own kernel, in a folder with no conftest.py, uses it."""
+    venv, elsewhere, env = installed
+    if cc_missing():
+        pytest.skip("the DPU runtime needs a host C compiler on x86-64 Linux")
+    proj = elsewhere / "my_kernel"
+    proj.mkdir()
+    (proj / "task.c").write_text(
+        "#include <defs.h>\n#include <stdint.h>\n__host uint32_t n;\n__host uint32_t sum;\n"
+        "int main(void) { if (me() == 0) { uint32_t s = 0; for (uint32_t i = 1; i <= n; i++)"
+        " s += i; sum = s; } return 0; }\n")
+    (proj / "test_task.py").write_text(
+        "import numpy as np\n\n"
+        "def test_sum(dpu_sim):\n"
+        "    sim = dpu_sim('task.c', nr_dpus=2, nr_tasklets=2)\n"
+        "    sim.write('n', np.uint32(100))\n"
+        "    sim.launch()\n"
+        "    assert sim.read('sum', np.uint32, dpu=1)[0] == 5050\n"
+        "    import pimrl\n"
+        "    assert pimrl.__file__.startswith(%r)\n" % str(venv))
+    r = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p",
+                        "no:cacheprovider", "test_task.py"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout
+
+
+def cc_missing() -> bool:
+    from pimrl.dpurt import cc
+
+    return not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64"
+
+
+def test_build_makes_an_sdist_and_a_wheel_without_metadata_warnings(tmp_path):
+    """python -m build (no isolation: no network here) from a clean copy of the sources:
+    an sdist and a wheel, and no deprecation warning from pimrl's own metadata."""
+    pytest.importorskip("build", reason="the build package is not installed")
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "venv", "build", "dist", "out", "__pycache__", "*.egg-info",
+        ".pytest_cache", ".hypothesis", "*.so", "*.o", "*.a"))
+    r = subprocess.run([sys.executable, "-W", "default", "-m", "build", "--no-isolation", "-o",
+                        str(tmp_path / "dist"), str(src)], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    names = sorted(p.name for p in (tmp_path / "dist").iterdir())
+    assert [n.split("-")[0] for n in names] == ["pimrl", "pimrl"]
+    assert {n.rsplit(".", 1)[-1] for n in names} == {"gz", "whl"}
+    text = r.stdout + r.stderr
+    bad = [line for line in text.splitlines()
+           if "Deprecat" in line or "SetuptoolsWarning" in line or "license" in line.lower()
+           and "warn" in line.lower()]
+    assert not bad, bad
