@@ -91,6 +91,9 @@ def catalogue() -> list:
         text += f" Options: {opts}." if opts else ""
         text += f" Also known as {', '.join(aliases)}." if aliases else ""
         envs.entries.append((name, text))
+    envs.entries.append(("gym:ID[,k=v]", "any Gymnasium environment with a transition table "
+                         "(env.unwrapped.P) and Discrete spaces, made by gymnasium.make(ID, k=v); "
+                         "e.g. gym:FrozenLake-v1,map_name=8x8 (pimrl[gym]; docs/environments.md)"))
     hardware = Section("hardware presets", "--hardware", "pimrl.pim.hardware.PRESETS",
                        [(n, hardware_summary(hw)) for n, hw in PRESETS.items()])
     aggregators = Section("aggregators", "--aggregate", "pimrl.learners.aggregate.AGGREGATORS",
