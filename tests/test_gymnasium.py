@@ -88,3 +88,31 @@ def test_an_env_without_a_table_is_refused():
 class _NoTable(gym.Env):
     observation_space = gym.spaces.Discrete(3)
     action_space = gym.spaces.Discrete(2)
+
+
+def test_train_on_a_gymnasium_id_learns_the_same_table_as_pimrls_own(tmp_path):
+    import subprocess
+    import sys
+
+    tables = []
+    for env_id in ("gym:CliffWalking-v1", "CliffWalking-v1"):
+        out = tmp_path / (env_id.replace(":", "_") + ".npy")
+        r = subprocess.run([sys.executable, "-m", "pimrl", "train", "--env", env_id,
+                            "--transitions", "100000", "--save-q", str(out), "--no-eval"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        tables.append(np.load(out))
+    assert np.array_equal(tables[0], tables[1])
+
+
+def test_without_the_extra_the_error_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gymnasium", None)       # import gymnasium fails
+    with pytest.raises(ValueError, match=r"pip install 'pimrl\[gym\]'"):
+        make("gym:FrozenLake-v1")
+    from pimrl.data.minari_io import import_minari
+
+    monkeypatch.setitem(sys.modules, "minari", None)
+    with pytest.raises(ValueError, match=r"pip install 'pimrl\[minari\]'"):
+        import_minari("some/dataset-v0")
