@@ -26,7 +26,6 @@ Without pimrl::
 """
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -89,12 +88,11 @@ class GreedyPolicy:
 
     def save(self, path) -> "GreedyPolicy":
         """Write the policy file (see the module docstring), atomically."""
-        from pimrl.io import atomic_write_bytes
+        from pimrl.io import atomic_writer
 
-        buf = io.BytesIO()
-        np.savez(buf, q=self.q, greedy_action=self.greedy_action,
-                 metadata=np.array(json.dumps(self._meta(), sort_keys=True)))
-        atomic_write_bytes(path, buf.getvalue())
+        with atomic_writer(path) as f:
+            np.savez(f, q=self.q, greedy_action=self.greedy_action,
+                     metadata=np.array(json.dumps(self._meta(), sort_keys=True)))
         return self
 
 

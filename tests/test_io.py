@@ -25,7 +25,8 @@ NOT_RESULTS = {
 
 def _direct_writes(tree):
     """Calls that write a file directly: open(..., 'w'/'a'/'x'), write_text/write_bytes,
-    savefig(path), np.save/savez/tofile."""
+    savefig(path), np.save/savez/tofile (savefig and savez into the atomic writer's ``f``
+    excepted)."""
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -34,8 +35,11 @@ def _direct_writes(tree):
         if name == "open" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
             if any(c in str(node.args[1].value) for c in "wax"):
                 yield node.lineno, "open for writing"
-        elif name in ("write_text", "write_bytes", "tofile", "savez", "savez_compressed"):
+        elif name in ("write_text", "write_bytes", "tofile"):
             yield node.lineno, name
+        elif name in ("savez", "savez_compressed") and not (
+                node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "f"):
+            yield node.lineno, name             # into the atomic writer's file f is fine
         elif name == "save" and isinstance(f, ast.Attribute) and getattr(f.value, "id", "") == "np":
             yield node.lineno, "np.save"
         elif name == "savefig" and node.args and not (
