@@ -5,12 +5,20 @@ script written for it runs here unchanged. Host buffers are anything with the bu
 protocol (``bytes``, ``bytearray``, ``memoryview``, numpy arrays), one for every DPU of the
 set or a list with one per DPU (``None`` skips that DPU); from the DPUs the buffers must be
 writable. Every error is a :class:`DpuError` whose message names the symbol, DPU or value
-at fault.
+at fault; an argument of the wrong type or out of range raises one that is also a
+``TypeError`` (:class:`DpuTypeError`) or ``ValueError`` (:class:`DpuValueError`), so that
+both the SDK's ``except DpuError`` and Python's usual handlers catch it.
+
+``exec`` runs until the DPUs finish, Ctrl-C (``KeyboardInterrupt``, within a second; the set
+stays usable) or the launch's time limit (``exec(timeout=...)``, the profile's
+``timeout=SECONDS`` or ``PIMRL_DPU_TIMEOUT``: the DPUs then fault, see docs/dpu-runtime.md).
 """
 from __future__ import annotations
 
 import hashlib
 import io
+import math
+import numbers
 import operator
 import os
 import sys
@@ -42,6 +50,60 @@ class DpuError(Exception):
         self.code = code
 
 
+class DpuTypeError(DpuError, TypeError):
+    """An argument of the wrong type (a DpuError and a TypeError)."""
+
+
+class DpuValueError(DpuError, ValueError):
+    """An argument of the right type but out of range (a DpuError and a ValueError)."""
+
+
+#: The SDK passes counts, offsets and ids as 32-bit unsigned integers.
+_U32 = 0xFFFFFFFF
+_SIZE_MAX = (1 << 63) - 1
+
+
+def _short(value) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that fails names no value
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _integer(value, what: str, lo: int, hi: int, code: str) -> int:
+    """``value`` as an int in [lo, hi] (bool and float refused, as the SDK's C API's
+    integer arguments refuse them); DpuTypeError or DpuValueError naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DpuTypeError(f"{what} must be an integer, not {type(value).__name__} "
+                           f"({_short(value)})", code)
+    v = int(value)
+    if not lo <= v <= hi:
+        raise DpuValueError(f"{what} must be in [{lo}, {hi}], got {v}", code)
+    return v
+
+
+def _timeout(value) -> Optional[float]:
+    """exec(timeout=...): seconds > 0, None (the usual limit), 0 or math.inf (no limit)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise DpuTypeError(f"timeout must be a number of seconds or None, not "
+                           f"{type(value).__name__} ({_short(value)})", "DPU_ERR_INVALID_LAUNCH_POLICY")
+    v = float(value)
+    if math.isnan(v) or v < 0:
+        raise DpuValueError(f"timeout must be a number of seconds > 0 (0 or inf: no limit), "
+                            f"got {_short(value)}", "DPU_ERR_INVALID_LAUNCH_POLICY")
+    return math.inf if v == 0 else v
+
+
+def _symbol_name(name) -> str:
+    if not isinstance(name, str):
+        raise DpuTypeError(f"a symbol name must be a str, not {type(name).__name__} "
+                           f"({_short(name)})", "DPU_ERR_UNKNOWN_SYMBOL")
+    return name
+
+
 class _translate:
     """Turn the simulator's errors into DpuError (the SDK's Python API raises only that)."""
 
@@ -58,11 +120,19 @@ class DpuSymbol:
     """A symbol of a DPU program: ``name``, ``value()`` (its DPU address), ``size()``."""
 
     def __init__(self, name: str, c_symbol):
-        self.name = name
+        self.name = _symbol_name(name)
         if isinstance(c_symbol, system.Symbol):
             self._address, self._size = c_symbol.address, c_symbol.size
         else:
-            self._address, self._size = int(c_symbol[0]), int(c_symbol[1])
+            try:
+                address, size = c_symbol
+            except (TypeError, ValueError):
+                raise DpuTypeError(f"DpuSymbol({name!r}, ...) takes a symbol or an (address, "
+                                   f"size) pair, not {_short(c_symbol)}",
+                                   "DPU_ERR_INVALID_SYMBOL_ACCESS") from None
+            self._address = _integer(address, "a symbol's address", 0, _U32,
+                                     "DPU_ERR_INVALID_SYMBOL_ACCESS")
+            self._size = _integer(size, "a symbol's size", 0, _U32, "DPU_ERR_INVALID_SYMBOL_ACCESS")
 
     def value(self) -> int:
         return self._address
@@ -84,6 +154,7 @@ class DpuProgram:
     @_simulator_call
     def get_symbol(self, symbol: str) -> Optional[DpuSymbol]:
         """The symbol, or None if the program has none of that name."""
+        _symbol_name(symbol)
         if symbol not in self.symbols:
             sym = self._program.symbols.get(symbol)
             if sym is None:
@@ -204,22 +275,6 @@ def _dpu_id(alloc: system.Allocation, slot: int) -> int:
     return (int(alloc.ranks[slot // per_rank]) << 16) | ((index // per_ci) << 8) | (index % per_ci)
 
 
-_memory_dir = None
-
-
-def _memory_program(data: bytes) -> str:
-    """A program held in memory, written once to a private file."""
-    global _memory_dir
-    if _memory_dir is None:
-        _memory_dir = tempfile.TemporaryDirectory(prefix="pimrl-dpu-programs-")
-    path = os.path.join(_memory_dir.name, hashlib.sha256(data).hexdigest()[:32] + ".dpu")
-    if not os.path.exists(path):
-        with open(path + ".tmp", "wb") as f:
-            f.write(data)
-        os.replace(path + ".tmp", path)
-    return path
-
-
 class DpuSet:
     """A set of DPUs: an allocation, one of its ranks, or one DPU.
 
@@ -254,6 +309,18 @@ class DpuSet:
             raise DpuError("cannot specify nr_dpus and nr_ranks")
         if nr_dpus is None and nr_ranks is None:
             nr_dpus = ALLOCATE_ALL
+        if nr_dpus is not None:
+            nr_dpus = _integer(nr_dpus, "nr_dpus", 1, ALLOCATE_ALL, "DPU_ERR_ALLOCATION")
+        else:
+            nr_ranks = _integer(nr_ranks, "nr_ranks", 1, ALLOCATE_ALL, "DPU_ERR_ALLOCATION")
+        if profile is None:
+            profile = ""
+        if not isinstance(profile, str):
+            raise DpuTypeError(f"profile must be a str, not {type(profile).__name__} "
+                               f"({_short(profile)})", "DPU_ERR_INVALID_PROFILE")
+        if log is not None and not isinstance(log, list) and not callable(getattr(log, "write", None)):
+            raise DpuTypeError(f"log must be a stream (an object with a write method) or a "
+                               f"list of them, not {type(log).__name__}", "DPU_ERR_LOG_FORMAT")
         with _translate():
             if nr_dpus is not None:
                 self._sys = system.dpu_alloc(int(nr_dpus), profile)
@@ -368,47 +435,81 @@ class DpuSet:
             raise DpuError("asm_source: the pimrl simulator builds DPU programs from C only",
                            "DPU_ERR_ELF_INVALID_FILE")
         top = self._top_set or self
-        with tempfile.TemporaryDirectory(prefix="pimrl-dpu-build-") as tmp:
-            if c_source is not None:
-                binary = self._build(c_source, Path(tmp))
-            if isinstance(binary, (str, os.PathLike)):
-                key = path = os.fspath(binary)
-            else:
-                data = bytes(_byte_view(binary, False))
-                key = "memory:" + hashlib.sha256(data).hexdigest()
-                path = _memory_program(data)
-            from pimrl.shim import programs
+        from pimrl.shim import programs
 
-            with _translate():
-                program = top._programs.get(key)
-                if program is None:
-                    program = programs.load_program(path, self._sys.alloc.hw)
-                    if c_source is None:
-                        top._programs[key] = program
-                self._sys.load(program)
+        path = data = None
+        if c_source is not None:
+            data, name = self._build(c_source)
+        elif isinstance(binary, (str, os.PathLike)):
+            try:
+                path = os.fspath(binary)
+                if isinstance(path, bytes):
+                    path = os.fsdecode(path)
+            except (TypeError, ValueError) as exc:
+                raise DpuTypeError(f"binary: not a path ({exc})", "DPU_ERR_ELF_NO_SUCH_FILE") from None
+            if "\0" in path:
+                raise DpuValueError(f"binary: the path {_short(path)} holds a NUL character",
+                                    "DPU_ERR_ELF_NO_SUCH_FILE")
+        else:
+            try:
+                data = bytes(memoryview(binary))
+            except TypeError:
+                raise DpuTypeError(f"binary must be a program file's path (str) or its bytes, not "
+                                   f"{type(binary).__name__}", "DPU_ERR_ELF_INVALID_FILE") from None
+            name = "<program in memory>"
+        key = path if data is None else "memory:" + hashlib.sha256(data).hexdigest()
+        with _translate():
+            program = top._programs.get(key)
+            if program is None:
+                hw = self._sys.alloc.hw
+                program = (programs.load_program(path, hw) if data is None
+                           else programs.load_program_data(data, hw, name))
+                if c_source is None:
+                    top._programs[key] = program
+            self._sys.load(program)
         loaded = DpuProgram(program)
         self._update_symbol_attributes(loaded.fetch_all_symbols())
         return loaded
 
     @staticmethod
-    def _build(c_source, tmp: Path) -> str:
+    def _build(c_source) -> tuple:
+        """Build ``c_source`` (paths or file objects): (the program's bytes, its name)."""
         from pimrl.dpurt import cc
 
-        sources = []
-        for i, src in enumerate(c_source if isinstance(c_source, list) else [c_source]):
-            if not isinstance(src, (str, os.PathLike)):
-                path = tmp / f"src{i}.c"
-                path.write_text(src.read())
-                src = path
-            sources.append(Path(src))
-        out = tmp / "main.dpu"
-        try:
-            cc.build(sources, out, opt="-O2")
-        except cc.BuildError as exc:
-            raise DpuError(f"building {', '.join(map(str, sources))}: {exc}",
-                           "DPU_ERR_ELF_INVALID_FILE") from None
-        # The program outlives the build folder: keep its bytes in a private file.
-        return _memory_program(out.read_bytes())
+        items = c_source if isinstance(c_source, list) else [c_source]
+        if not items:
+            raise DpuValueError("c_source: an empty list of sources", "DPU_ERR_ELF_INVALID_FILE")
+        with tempfile.TemporaryDirectory(prefix="pimrl-dpu-build-") as tmp:
+            tmp = Path(tmp)
+            sources = []
+            for i, src in enumerate(items):
+                if isinstance(src, (str, os.PathLike)):
+                    src = Path(src)
+                elif callable(getattr(src, "read", None)):
+                    text = src.read()
+                    path = tmp / f"src{i}.c"
+                    if isinstance(text, str):
+                        path.write_text(text, errors="surrogateescape")
+                    elif isinstance(text, (bytes, bytearray)):
+                        path.write_bytes(text)
+                    else:
+                        raise DpuTypeError(f"c_source: read() of source {i} gave "
+                                           f"{type(text).__name__}, not text",
+                                           "DPU_ERR_ELF_INVALID_FILE")
+                    src = path
+                else:
+                    raise DpuTypeError(f"c_source must be a path, a file object or a list of "
+                                       f"them, not {type(src).__name__} ({_short(src)})",
+                                       "DPU_ERR_ELF_INVALID_FILE")
+                sources.append(src)
+            out = tmp / "main.dpu"
+            try:
+                cc.build(sources, out, opt="-O2")
+            except (cc.BuildError, OSError, ValueError) as exc:
+                raise DpuError(f"building {', '.join(map(str, sources))}: {exc}",
+                               "DPU_ERR_ELF_INVALID_FILE") from None
+            # The program outlives the build folder: its bytes, loaded from memory.
+            return out.read_bytes(), f"<built from {', '.join(s.name for s in sources)}>"
 
     def _update_symbol_attributes(self, symbols: Dict[str, DpuSymbol]):
         # This set and everything inside it now run the program; the sets around it may not.
@@ -443,6 +544,9 @@ class DpuSet:
         if to_dpu == from_dpu:
             raise DpuError("can only execute Host <-> DPU transfers")
         host, device = (src, dst) if to_dpu else (dst, src)
+        if size is not None:
+            size = _integer(size, "size", 0, _SIZE_MAX, "DPU_ERR_INVALID_BUFFER_SIZE")
+        offset = _integer(offset, "offset", 0, _U32, "DPU_ERR_INVALID_MEMORY_TRANSFER")
         multiple = isinstance(host, list)
         if multiple and len(host) == 1 and len(self) == 1:
             multiple, host = False, host[0]
@@ -450,9 +554,9 @@ class DpuSet:
         with _translate():
             symbol = self._device(device)
             if multiple:
-                self._copy_many(host, symbol, size, int(offset), to_dpu, flags)
+                self._copy_many(host, symbol, size, offset, to_dpu, flags)
             else:
-                self._copy_one(host, symbol, size, int(offset), to_dpu, flags)
+                self._copy_one(host, symbol, size, offset, to_dpu, flags)
 
     def _copy_one(self, host, symbol, size, offset, to_dpu, flags):
         view = _byte_view(host, writable=not to_dpu)
@@ -521,14 +625,20 @@ class DpuSet:
 
     # ---------------------------------------------------------------- execution
     @_simulator_call
-    def exec(self, log=None, async_mode: Optional[bool] = None):
+    def exec(self, log=None, async_mode: Optional[bool] = None, timeout: Optional[float] = None):
         """Run the loaded program on every DPU of the set; then, unless asynchronous, write
         the DPUs' output to ``log`` (a stream, one per DPU, or a dict DPU -> stream) or to the
-        streams given to the constructor."""
+        streams given to the constructor.
+
+        ``timeout`` (pimrl only): this launch's time limit in wall-clock seconds (0 or inf:
+        none; default: the profile's ``timeout=``, else ``PIMRL_DPU_TIMEOUT``, else one
+        hour). Past it the DPUs fault (DpuError ``DPU_ERR_DPU_FAULT`` naming the tasklet and
+        the function it was in). Ctrl-C raises ``KeyboardInterrupt`` within a second."""
+        limit = _timeout(timeout)
         asynchronous = self._async_mode if async_mode is None else async_mode
         with _translate():
             self._last_launch = self._sys.launch(
-                system.DPU_ASYNCHRONOUS if asynchronous else system.DPU_SYNCHRONOUS)
+                system.DPU_ASYNCHRONOUS if asynchronous else system.DPU_SYNCHRONOUS, limit)
         if not asynchronous:
             self._logfn(log, None)
 

@@ -174,13 +174,20 @@ dpu_error_t dpu_load_from_incbin(struct dpu_set_t dpu_set, struct dpu_incbin_t *
                                  struct dpu_program_t **program);
 /** Load a program file on every DPU of the set (WRAM globals are initialised now, not at
  *  each launch). In the simulator the path may also name a built-in program, e.g.
- *  "pimrl:diag" (docs/real-hardware.md). A missing file: DPU_ERR_ELF_NO_SUCH_FILE. */
+ *  "pimrl:diag" (docs/real-hardware.md). A missing file: DPU_ERR_ELF_NO_SUCH_FILE; a file
+ *  damaged or truncated since dpu-upmem-dpurte-clang built (and sealed) it:
+ *  DPU_ERR_ELF_INVALID_FILE. A built program is native host code: load only your own. */
 dpu_error_t dpu_load(struct dpu_set_t dpu_set, const char *binary_path, struct dpu_program_t **program);
 /** The address and size of a host-visible symbol, or DPU_ERR_UNKNOWN_SYMBOL. */
 dpu_error_t dpu_get_symbol(struct dpu_program_t *program, const char *symbol_name, struct dpu_symbol_t *symbol);
 
 /* ----------------------------------------------------------------------------- execution */
 
+/** Run the loaded program on every DPU of the set. In the simulator a launch of a C DPU
+ *  program stops at its time limit (PIMRL_DPU_TIMEOUT seconds of wall-clock time, or the
+ *  profile's "timeout=SECONDS"; default one hour): its DPUs then fault (DPU_ERR_DPU_FAULT,
+ *  the message naming the tasklet and the function it was in). SIGINT is the host's own:
+ *  with no handler installed, Ctrl-C ends the process, during a launch too. */
 dpu_error_t dpu_launch(struct dpu_set_t dpu_set, dpu_launch_policy_t policy);
 dpu_error_t dpu_status(struct dpu_set_t dpu_set, bool *done, bool *fault);
 dpu_error_t dpu_sync(struct dpu_set_t dpu_set);

@@ -5,6 +5,7 @@
 #include <Python.h> /* first, as Python asks; it also sets the POSIX feature macros */
 
 #include <link.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -72,16 +73,39 @@ static void start_interpreter(void)
     PyEval_SaveThread();
 }
 
+/* Python's signal module, when first imported, makes SIGINT raise KeyboardInterrupt if the
+ * process left it at its default, whatever install_signal_handlers says (CPython issue
+ * 111400); the simulator's modules import it. In a C host the interpreter only runs inside
+ * SDK calls, so that handler would only set a flag: Ctrl-C would be ignored everywhere, in
+ * the host's own code too. So the signal module is imported while the simulator starts,
+ * and the host's SIGINT disposition (default, ignored, or its own handler) is put back. */
+static void keep_host_sigint(const struct sigaction *host)
+{
+    if (Py_IsInitialized()) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        PyObject *module = PyImport_ImportModule("signal");
+        if (module == NULL)
+            PyErr_Clear();
+        Py_XDECREF(module);
+        PyGILState_Release(gil);
+    }
+    sigaction(SIGINT, host, NULL);
+}
+
 /* Start the embedded simulator on first use; 0 if it could not start. */
 int _pimrl_ready(void)
 {
     if (shim_ready)
         return 1;
     if (!shim_tried) {
+        struct sigaction host_sigint;
+        int saved = sigaction(SIGINT, NULL, &host_sigint) == 0;
         shim_tried = 1;
         _pimrl_mclock_enter(); /* starting the simulator is a simulator call's time */
         start_interpreter();
         _pimrl_py_start(); /* runs cffi's embedding_init_code, which calls _pimrl_mark_ready */
+        if (saved)
+            keep_host_sigint(&host_sigint);
         _pimrl_mclock_leave();
     }
     if (!shim_ready)

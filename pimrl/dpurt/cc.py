@@ -12,7 +12,9 @@ object the pimrl loader (:func:`pimrl.dpurt.load_program`, the shim's ``dpu_load
 3. the objects are linked with the runtime (``host/dpurt/src/dpurt.c``) into a shared
    object with a linker script that keeps the WRAM image (``.data`` .. ``.bss``) contiguous;
    a symbol nothing defines fails the link (``-z defs``), named with the line of its call
-   (:func:`undefined_symbols_message`), as the SDK's linker fails it.
+   (:func:`undefined_symbols_message`), as the SDK's linker fails it;
+4. the linked file is sealed (:func:`pimrl.dpurt.elf.seal`: a SHA-256 of its bytes appended),
+   so that a load refuses a file damaged or truncated since (it is native host code).
 
 Flags for the DPU toolchain only (``-mcpu=...``, ``-flto``, ``-Wl,...``) are ignored with a
 note. ``PIMRL_DPURT_CC`` names the host compiler (default ``gcc``); ``PIMRL_DPURT_CACHE``
@@ -31,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pimrl.dpurt.elf import seal
 from pimrl.dpurt.instrument import instrument
 
 from pimrl.resources import ROOT as REPO    # the checkout, or the installed package's data
@@ -41,7 +44,7 @@ LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
 #: built and instrumented like a program's sources, linked as an archive (only what a
 #: program uses, as from the SDK's runtime library).
 SYSLIB_SRC = REPO / "host" / "dpurt" / "lib"
-ABI = 3
+ABI = 4
 #: The SDK's limits, checked at build time as its compiler and linker do.
 MAX_TASKLETS = 24
 
@@ -245,8 +248,14 @@ def link(objects: list, out: Path, flags: list, verbose=False) -> None:
             raise BuildError(undefined) from None
         check_wram(tmp_out, flags, str(out))
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(tmp_out, out)
-        os.chmod(out, 0o755)
+        # Sealed (the loader checks it), then written whole: a reader never sees half a file.
+        part = out.with_name(f".{out.name}.{os.getpid()}.part")
+        try:
+            part.write_bytes(seal(tmp_out.read_bytes()))
+            os.chmod(part, 0o755)
+            os.replace(part, out)
+        finally:
+            part.unlink(missing_ok=True)
 
 
 _LD_PREFIX = re.compile(r"^\S*ld(?:\.\w+)?: (?:error: )?")

@@ -10,27 +10,55 @@ DPUs run in parallel on ``workers`` native threads. Each worker is a private cop
 shared object (a program's globals are the running DPU's WRAM, so two DPUs must not share
 one copy); DPU ``slot`` always runs on copy ``slot % workers``, whose relocated image it
 was initialised from, so pointers stored in WRAM globals stay valid across launches.
+
+A loaded copy is never unloaded (its signal handlers are chained with the process's, see
+dpurt.c), so copies are kept per program *content* for the whole process: loading the same
+program again, from any set or allocation, reuses them, and memory stays flat however many
+times a host script loads, runs and frees it. The launches run on one process-wide pool of
+threads while the calling thread waits: Ctrl-C (``KeyboardInterrupt``) and the launch's time
+limit (:func:`pimrl.pim.system.launch_timeout_s`) set the launch's stop word, which the
+runtime checks every quantum; the running tasklets fault where they are, the DPUs not yet
+started are not run, and the call returns within a second.
+
+A program file is native host code. It is sealed by the builder (:func:`pimrl.dpurt.elf.seal`)
+and refused at load when the seal does not match (damaged, truncated, edited); load only
+programs you built.
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
+import hashlib
+import json
+import math
 import os
 import shutil
 import tempfile
 import threading
+import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 import numpy as np
 
-from pimrl.dpurt.elf import STB_GLOBAL, STB_WEAK, STT_OBJECT, Elf, ElfError
+from pimrl.dpurt.elf import (STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT, Elf, ElfError,
+                             unseal)
 from pimrl.dpurt.instrument import block_cost, parse_bbinfo
+from pimrl.io import atomic_write_bytes
 from pimrl.pim.errors import fail
 from pimrl.pim.memory import PAGE_BYTES
-from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
+from pimrl.pim.system import (DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult,
+                               Symbol, launch_timeout_s)
 
-ABI = 3
+ABI = 4
+#: The launch's stop word (dpurt.c, dpurt_launch.stop): why the host stops it.
+STOP_INTERRUPT, STOP_TIMEOUT = 1, 2
+#: Seconds the runtime gets to stop once asked (it stops within a quantum: microseconds).
+STOP_GRACE_S = 5.0
+#: Seconds between two looks of the waiting thread at the time limit.
+WATCH_S = 0.25
 #: Instructions charged per runtime call (the call sequence in the program is counted too).
 RUNTIME_COSTS = {"mutex": 2.0, "barrier": 8.0, "handshake": 2.0, "dma_call": 0.0,
                  "alloc": 6.0, "printf": 50.0, "perfcounter": 2.0}
@@ -93,14 +121,16 @@ class _Result(ctypes.Structure):
                 ("new_page_ids", ctypes.c_void_p), ("new_page_data", ctypes.c_void_p),
                 ("cycles", ctypes.c_double), ("dma_busy_cycles", ctypes.c_double),
                 ("tasklet_cycles", ctypes.c_double * MAX_TASKLETS),
-                ("dma_unaligned", ctypes.c_int64)]
+                ("dma_unaligned", ctypes.c_int64), ("stop_kind", ctypes.c_int64),
+                ("fault_pc", ctypes.c_uint64), ("ran", ctypes.c_int64)]
 
 
 class _Launch(ctypes.Structure):
     _fields_ = [("n", ctypes.c_int64), ("slots", ctypes.c_void_p), ("wram", ctypes.c_void_p),
                 ("wram_stride", ctypes.c_int64), ("page_table", ctypes.c_void_p),
                 ("pt_stride", ctypes.c_int64), ("pool", ctypes.c_void_p),
-                ("pool_rows", ctypes.c_int64), ("results", ctypes.c_void_p)]
+                ("pool_rows", ctypes.c_int64), ("results", ctypes.c_void_p),
+                ("stop", ctypes.c_void_p)]
 
 
 def default_workers() -> int:
@@ -117,18 +147,62 @@ def is_dpurt_file(path) -> bool:
             if f.read(4) != b"\x7fELF":
                 return False
         return Elf(Path(path).read_bytes()).section("dpurt_info") is not None
-    except (OSError, ElfError, ValueError, IndexError):
+    except (OSError, ElfError):
         return False
+
+
+def _is_dpurt_data(data: bytes, name: str) -> bool:
+    """Is ``data`` a DPU program built by dpu-upmem-dpurte-clang? False for another kind of
+    file; a damaged or truncated ELF file raises DPU_ERR_ELF_INVALID_FILE naming ``name``."""
+    if data[:4] != b"\x7fELF":
+        return False
+    if unseal(data) != "unsealed":
+        return True                     # sealed by the builder (the digest is checked at load)
+    # A shared object for x86-64 (what the builder makes) that does not parse is a damaged
+    # program; any other ELF file (a DPU's own, 32-bit) is left to the other loaders.
+    ours = data[4:6] == b"\x02\x01" and data[16:20] == b"\x03\x00\x3e\x00"
+    try:
+        return Elf(data).section("dpurt_info") is not None
+    except ElfError as exc:
+        if not ours:
+            return False
+        raise fail("ELF_INVALID_FILE", f"{name}: {exc}; if it is a DPU program, rebuild it "
+                   "with dpu-upmem-dpurte-clang") from None
+
+
+# ----------------------------------------------------------------- copies and threads
+#: (SHA-256 of the program file, worker) -> its loaded copy, for the whole process.
+_COPIES: dict = {}
+_COPIES_LOCK = threading.Lock()
+_POOL = None
+_POOL_SIZE = 0
+_POOL_PID = None
+_POOL_LOCK = threading.Lock()
+
+
+def _executor(n: int) -> ThreadPoolExecutor:
+    """The process-wide threads DPU launches run on (at least ``n``)."""
+    global _POOL, _POOL_SIZE, _POOL_PID
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < n or _POOL_PID != os.getpid():
+            old = _POOL if _POOL_PID == os.getpid() else None
+            _POOL_SIZE = max(n, default_workers())
+            _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="dpurt")
+            _POOL_PID = os.getpid()
+            if old is not None:
+                old.shutdown(wait=False)
+        return _POOL
 
 
 class _Copy:
     """One loaded copy of the shared object: a worker's private globals."""
 
     def __init__(self, program: "DpuRtProgram", index: int):
+        # The bytes whose seal the program checked, not the file again (it may have changed).
         tmpdir = tempfile.mkdtemp(prefix="pimrl-dpurt-")
-        path = os.path.join(tmpdir, f"{program.name}.{index}.so")
-        shutil.copyfile(program.path, path)
+        path = os.path.join(tmpdir, f"program.{index}.so")
         try:
+            atomic_write_bytes(path, program.data)
             self.lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
         except OSError as exc:
             raise fail("ELF_INVALID_FILE", f"{program.path}: cannot load the DPU program: {exc}") from None
@@ -150,6 +224,8 @@ class _Copy:
         self.hw_key = None
         # One launch at a time per copy: its globals are swapped per DPU while it runs.
         self.busy = threading.Lock()
+        # A launch that did not stop when asked (non-preemptible code): never used again.
+        self.wedged = False
 
     def setup(self, program: "DpuRtProgram", hw, costs: np.ndarray):
         cfg = _Config()
@@ -189,29 +265,75 @@ class DpuRtProgram(DpuProgram):
     ``symbols``: every global variable (WRAM: offset in the image; ``__mram`` ones at
     ``MRAM_BASE`` + offset) and ``__sys_used_mram_end`` (the MRAM heap). ``last_launch``
     keeps the per-DPU details of the latest launch (instructions, DMA, logs).
+
+    ``data``: the file's bytes, when they are in memory (``path`` then only names it in
+    messages). The bytes are checked against the builder's seal first: a damaged, truncated
+    or unsealed file raises ``DPU_ERR_ELF_INVALID_FILE`` naming it, and nothing of it runs.
     """
 
-    def __init__(self, path, hardware=None, workers: int | None = None):
+    def __init__(self, path, hardware=None, workers: int | None = None, data: bytes | None = None):
         self.path = str(path)
-        self.name = Path(path).name
+        self.name = Path(self.path).name
         self.hw = hardware
+        if data is None:
+            try:
+                data = Path(path).read_bytes()
+            except OSError as exc:
+                raise fail("ELF_NO_SUCH_FILE", f"{path}: {exc}") from None
+        self.data = bytes(data)
+        self.digest = hashlib.sha256(self.data).hexdigest()
+        elf = self._checked_elf(self.data)
         try:
-            data = Path(path).read_bytes()
+            self._read(elf, hardware)
+        except (ElfError, ValueError, KeyError, TypeError, IndexError, UnicodeError) as exc:
+            raise fail("ELF_INVALID_FILE", f"{path}: not a valid pimrl DPU program ({exc}); "
+                       "rebuild it with dpu-upmem-dpurte-clang") from None
+        self.workers = workers or default_workers()
+        self._copies: dict = {}
+        self._lock = threading.Lock()
+        self._costs = {}
+        self.last_launch = None
+        #: DMA transfers aligned down (addresses not a multiple of 8) over every launch so far.
+        self.dma_unaligned = 0
+        self._warned_unaligned = False
+
+    def _checked_elf(self, data: bytes) -> Elf:
+        """The program's ELF file, once its seal holds (else DPU_ERR_ELF_INVALID_FILE)."""
+        path = self.path
+        state = unseal(data)
+        if state == "damaged":
+            raise fail("ELF_INVALID_FILE", f"{path}: damaged: its bytes do not match the "
+                       "checksum dpu-upmem-dpurte-clang sealed it with (changed or corrupted "
+                       "since it was built); rebuild it")
+        try:
             elf = Elf(data)
-        except OSError as exc:
-            raise fail("ELF_NO_SUCH_FILE", f"{path}: {exc}") from None
-        except (ElfError, ValueError, IndexError, Exception) as exc:  # noqa: BLE001
+        except ElfError as exc:
             raise fail("ELF_INVALID_FILE", f"{path}: not a DPU program ({exc})") from None
         if elf.section("dpurt_info") is None:
             raise fail("ELF_INVALID_FILE", f"{path}: not built by dpu-upmem-dpurte-clang "
                        "(no dpurt_info section)")
-        import json
+        if state == "unsealed":
+            try:
+                abi = json.loads(elf.contents("dpurt_info").decode().strip("\x00\n")).get("abi")
+            except (ValueError, UnicodeError, AttributeError, ElfError):
+                abi = None
+            if isinstance(abi, int) and abi != ABI:
+                raise fail("ELF_INVALID_FILE", f"{path}: built for pimrl DPU runtime ABI {abi}; "
+                           f"this pimrl runs ABI {ABI}: rebuild it with dpu-upmem-dpurte-clang")
+            raise fail("ELF_INVALID_FILE", f"{path}: no checksum at its end: cut short, or "
+                       "not linked by this pimrl's dpu-upmem-dpurte-clang (which seals every "
+                       "program it builds); rebuild it")
+        return elf
+
+    def _read(self, elf: Elf, hardware) -> None:
+        path = self.path
         info = json.loads(elf.contents("dpurt_info").decode().strip("\x00\n"))
         tus = [json.loads(x) for x in elf.contents("dpurt_tuinfo").decode().splitlines() if x.strip()] \
             if elf.section("dpurt_tuinfo") else []
         if info.get("abi") != ABI:
             raise fail("ELF_INVALID_FILE", f"{path}: built for pimrl DPU runtime ABI "
-                       f"{info.get('abi')}; this pimrl runs ABI {ABI}")
+                       f"{info.get('abi')}; this pimrl runs ABI {ABI}: rebuild it with "
+                       "dpu-upmem-dpurte-clang")
         nts = {t["nr_tasklets"] for t in tus if t.get("nr_tasklets")}
         if info.get("nr_tasklets"):
             nts.add(info["nr_tasklets"])
@@ -275,15 +397,26 @@ class DpuRtProgram(DpuProgram):
             DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE + self.mram_used, mram_bytes - self.mram_used)
         self.globals_bytes = self.image_size
         self.wram_used = self.image_size + self.nr_tasklets * self.stack_bytes(hardware)
-        self.workers = workers or default_workers()
-        self._copies: dict = {}
-        self._lock = threading.Lock()
-        self._pool = None
-        self._costs = {}
-        self.last_launch = None
-        #: DMA transfers aligned down (addresses not a multiple of 8) over every launch so far.
-        self.dma_unaligned = 0
-        self._warned_unaligned = False
+        # Functions by address, to name where a stopped tasklet was: a global name before
+        # gcc's local aliases of it, and without gcc's suffixes (foo.localalias, foo.part.0).
+        by_address = {}
+        for sym in elf.symbols:
+            if sym.type != STT_FUNC or not sym.name or not sym.value:
+                continue
+            rank = (sym.bind == STB_LOCAL, "." in sym.name)
+            if sym.value not in by_address or rank < by_address[sym.value][0]:
+                by_address[sym.value] = (rank, sym.size, sym.name.split(".")[0] or sym.name)
+        funcs = sorted((value, size, name) for value, (_, size, name) in by_address.items())
+        self._func_starts = [f[0] for f in funcs]
+        self._funcs = funcs
+
+    def function_at(self, address: int) -> str | None:
+        """The name of the program's function at ``address`` (an address of its ELF file)."""
+        i = bisect.bisect_right(self._func_starts, address) - 1
+        if i < 0:
+            return None
+        start, size, name = self._funcs[i]
+        return name if address < start + max(size, 1) else None
 
     # ------------------------------------------------------------ model
     def stack_bytes(self, hw) -> int:
@@ -301,7 +434,8 @@ class DpuRtProgram(DpuProgram):
         return self._costs[key]
 
     def profile(self, hw=None, top: int = 20) -> list:
-        """The costliest blocks summed over every launch so far: (instructions, count,
+        """The costliest blocks summed over every launch so far (of this program's copies,
+        which every load of the same file in this process shares): (instructions, count,
         function, block index, the block's operations)."""
         hw = hw or self.hw
         costs = self.block_costs(hw)
@@ -314,14 +448,22 @@ class DpuRtProgram(DpuProgram):
 
     # ------------------------------------------------------------ copies
     def _copy(self, w: int, hw) -> _Copy:
+        """Worker ``w``'s copy: the process's copy of this program's content, made once."""
         with self._lock:
             c = self._copies.get(w)
-            if c is None:
-                c = self._copies[w] = _Copy(self, w)
-            if c.hw_key != repr(hw):
-                with c.busy:                    # not while another launch runs on it
-                    c.setup(self, hw, self.block_costs(hw))
+            if c is not None and not c.wedged:
+                return c
+            with _COPIES_LOCK:
+                c = _COPIES.get((self.digest, w))
+                if c is None or c.wedged:
+                    c = _COPIES[(self.digest, w)] = _Copy(self, w)
+            self._copies[w] = c
             return c
+
+    def _ready(self, c: _Copy, hw) -> None:
+        """Set ``c`` up for ``hw`` (its cost table) if it is not; the caller holds c.busy."""
+        if c.hw_key != repr(hw):
+            c.setup(self, hw, self.block_costs(hw))
 
     def initial_data(self, alloc, slots) -> None:
         """At load: each DPU's WRAM image from its copy, the MRAM globals' initial values."""
@@ -333,7 +475,7 @@ class DpuRtProgram(DpuProgram):
             alloc.mram.write(slots, 0, self.mram_image)
 
     # ------------------------------------------------------------ launch
-    def _run_group(self, c: _Copy, alloc, group: np.ndarray):
+    def _run_group(self, c: _Copy, alloc, group: np.ndarray, stop: np.ndarray):
         results = (_Result * len(group))()
         launch = _Launch()
         launch.n = len(group)
@@ -345,31 +487,91 @@ class DpuRtProgram(DpuProgram):
         launch.pool = alloc.mram.pool.ctypes.data
         launch.pool_rows = alloc.mram.pool.shape[0]
         launch.results = ctypes.addressof(results)
+        launch.stop = stop.ctypes.data
         with c.busy:
+            self._ready(c, alloc.hw)
             rc = c.lib.dpurt_run(ctypes.byref(launch))
         if rc != 0:
             raise fail("INTERNAL", f"DPU runtime refused to run ({rc})")
         return results
 
-    def launch(self, alloc, slots) -> LaunchResult:
-        hw = alloc.hw
-        slots = np.ascontiguousarray(slots, dtype=np.int64)
-        if not alloc.wram.flags.c_contiguous:
-            raise fail("INTERNAL", "WRAM array must be C-contiguous")
-        groups = {}
-        for w in np.unique(slots % self.workers):
-            groups[int(w)] = np.ascontiguousarray(slots[slots % self.workers == w])
-        copies = {w: self._copy(w, hw) for w in groups}
-        if len(groups) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.workers,
-                                                thread_name_prefix="dpurt")
-            futures = {w: self._pool.submit(self._run_group, copies[w], alloc, g)
-                       for w, g in groups.items()}
-            outs = {w: f.result() for w, f in futures.items()}
-        else:
-            outs = {w: self._run_group(copies[w], alloc, g) for w, g in groups.items()}
+    def _run_all(self, copies: dict, alloc, groups: dict, stop: np.ndarray) -> dict:
+        """Run every group on the process's launch threads while this thread waits: Ctrl-C
+        here or the launch's time limit sets the stop word, which the runtime checks every
+        quantum. Returns each group's results; KeyboardInterrupt once the groups stopped
+        (their DPUs' memories then hold what they had done, and the set stays usable)."""
+        limit = launch_timeout_s(alloc)
+        deadline = time.monotonic() + limit if math.isfinite(limit) else math.inf
+        pool = _executor(len(groups))
+        futures = {w: pool.submit(self._run_group, copies[w], alloc, g, stop)
+                   for w, g in groups.items()}
+        pending = set(futures.values())
+        try:
+            while pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    stop[0] = stop[0] or STOP_TIMEOUT
+                    deadline = math.inf
+                step = min(max(left, 0.0), WATCH_S)
+                if len(pending) == 1:                 # the usual wait, made cheaper
+                    (only,) = pending
+                    try:
+                        only.exception(timeout=step)
+                        pending = set()
+                    except FutureTimeout:
+                        pass
+                    continue
+                done, pending = wait(pending, timeout=step, return_when=FIRST_EXCEPTION)
+                if any(f.exception() is not None for f in done):
+                    stop[0] = stop[0] or STOP_INTERRUPT      # the others stop; then raise
+                    break
+        except KeyboardInterrupt:
+            stop[0] = STOP_INTERRUPT
+            if not self._stopped(futures, copies):
+                raise
+            # Done: their MRAM pages and logs are kept, the runtime's buffers freed.
+            self._collect(alloc, copies, {w: f.result() for w, f in futures.items()
+                                          if f.exception() is None}, limit)
+            raise
+        if stop[0] and not self._stopped(futures, copies):
+            raise fail("DPU_FAULT", f"{self.name}: the launch was stopped (time limit) but a "
+                       f"worker thread did not stop within {STOP_GRACE_S:g} s")
+        return {w: f.result() for w, f in futures.items()}
 
+    @staticmethod
+    def _stopped(futures: dict, copies: dict) -> bool:
+        """Wait for the asked-to-stop groups (the runtime stops within a quantum); a copy
+        still running after STOP_GRACE_S (code that never gives way) is never used again."""
+        _, pending = wait(set(futures.values()), timeout=STOP_GRACE_S)
+        for w, f in futures.items():
+            if f in pending:
+                copies[w].wedged = True
+        return not pending
+
+    def _stop_reason(self, r, copy: _Copy, limit: float) -> str:
+        """What a DPU the host stopped reports: why, the tasklet and where it was."""
+        if r.stop_kind == STOP_TIMEOUT:
+            why = (f"the launch ran past its time limit of {limit:g} s of wall-clock time "
+                   "(PIMRL_DPU_TIMEOUT, the profile's timeout=..., or exec(timeout=...)): "
+                   "does the program end?")
+        else:
+            why = "the launch was interrupted (Ctrl-C)"
+        if not r.ran:
+            return f"not run: {why} before this DPU's turn"
+        # dpurt.c stops a tasklet in its own code (at the PC it reports) or, between two
+        # runtime calls, in the scheduler (the PC is then where it last ran call-free code).
+        in_call = r.fault_reason.startswith(b"stopped by the host in a runtime call")
+        where = "in a runtime call"
+        if r.fault_pc:
+            address = int(r.fault_pc) - copy.base
+            fn = self.function_at(address)
+            where = f"at PC {address:#x}" + (f" in {fn}()" if fn else "")
+            if in_call:
+                where = f"in a runtime call (last seen {where})"
+        return f"stopped {where}: {why}"
+
+    def _collect(self, alloc, copies: dict, outs: dict, limit: float):
+        """Each DPU's results into the allocation: MRAM pages, logs, details; the faults."""
         per_slot = {}
         faults = []
         for w, results in outs.items():
@@ -389,14 +591,31 @@ class DpuRtProgram(DpuProgram):
                     data = np.frombuffer(ctypes.string_at(r.new_page_data + k * PAGE_BYTES, PAGE_BYTES),
                                          dtype=np.uint8)
                     alloc.mram.write([s], int(page) * PAGE_BYTES, data)
-                log = ctypes.string_at(r.log, r.log_len) if r.log_len else b""
-                if r.log_truncated:
-                    log += b"\n[pimrl: DPU log truncated]\n"
-                alloc.logs[s] = log
-                if r.fault_tasklet != -1:
+                if r.ran:
+                    log = ctypes.string_at(r.log, r.log_len) if r.log_len else b""
+                    if r.log_truncated:
+                        log += b"\n[pimrl: DPU log truncated]\n"
+                    alloc.logs[s] = log
+                if r.stop_kind:
+                    faults.append((s, int(r.fault_tasklet), self._stop_reason(r, copies[w], limit)))
+                elif r.fault_tasklet != -1:
                     faults.append((s, int(r.fault_tasklet), r.fault_reason.decode("utf-8", "replace")))
                 per_slot[s] = detail
             copies[w].lib.dpurt_release(results, len(results))
+        return per_slot, faults
+
+    def launch(self, alloc, slots) -> LaunchResult:
+        hw = alloc.hw
+        slots = np.ascontiguousarray(slots, dtype=np.int64)
+        if not alloc.wram.flags.c_contiguous:
+            raise fail("INTERNAL", "WRAM array must be C-contiguous")
+        groups = {}
+        for w in np.unique(slots % self.workers):
+            groups[int(w)] = np.ascontiguousarray(slots[slots % self.workers == w])
+        copies = {w: self._copy(w, hw) for w in groups}
+        stop = np.zeros(1, dtype=np.int64)      # the launch's stop word (dpurt_launch.stop)
+        outs = self._run_all(copies, alloc, groups, stop)
+        per_slot, faults = self._collect(alloc, copies, outs, launch_timeout_s(alloc))
         instr = np.array([per_slot[int(s)]["instructions"] for s in slots])
         dma = np.array([per_slot[int(s)]["dma_busy_cycles"] for s in slots])
         # the runtime's modelled clock: when the DPU's last tasklet finished
@@ -431,7 +650,14 @@ def load_program(path, hardware=None, workers: int | None = None) -> DpuRtProgra
 
 def file_loader(path, hardware):
     """Hook for ``pimrl.shim.programs.FILE_LOADERS``: a DpuRtProgram, or None if the file is
-    not a pimrl DPU program."""
-    if not is_dpurt_file(path):
+    not a pimrl DPU program (a damaged or truncated ELF file raises ELF_INVALID_FILE)."""
+    data = Path(path).read_bytes()
+    return data_loader(data, hardware, str(path))
+
+
+def data_loader(data: bytes, hardware, name: str):
+    """A DpuRtProgram of a program file's bytes held in memory (``name`` names it in
+    messages), or None if they are not a pimrl DPU program."""
+    if not _is_dpurt_data(data, name):
         return None
-    return DpuRtProgram(path, hardware)
+    return DpuRtProgram(name, hardware, data=data)

@@ -110,9 +110,11 @@ class DpuSim:
         return self.dpus.gather_from(symbol, offset, size).view(dtype)
 
     # ------------------------------------------------------------ running
-    def launch(self) -> LaunchResult:
-        """Run every DPU once (raises DpuError on a fault)."""
-        self.result = self.dpus.launch()
+    def launch(self, timeout: float | None = None) -> LaunchResult:
+        """Run every DPU once (raises DpuError on a fault). ``timeout``: the launch's time
+        limit in wall-clock seconds (default ``PIMRL_DPU_TIMEOUT``, else one hour); past it
+        the DPUs fault, naming the tasklet and the function it was in."""
+        self.result = self.dpus.launch(timeout=timeout)
         return self.result
 
     def log(self, dpu: int = 0) -> str:

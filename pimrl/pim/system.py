@@ -9,6 +9,8 @@ records the modelled time of the slowest DPU. The C shim of ``host/`` drives thi
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +30,51 @@ DPU_MRAM_HEAP_POINTER_NAME = "__sys_used_mram_end"
 DPU_ASYNCHRONOUS, DPU_SYNCHRONOUS = 0, 1
 DPU_XFER_TO_DPU, DPU_XFER_FROM_DPU = 0, 1
 DPU_XFER_DEFAULT, DPU_XFER_NO_RESET, DPU_XFER_ASYNC = 0, 1, 2
+
+#: The time limit of a launch of a C DPU program (pimrl.dpurt): wall-clock seconds, after
+#: which the runtime stops it and its DPUs fault (DPU_ERR_DPU_FAULT, naming each stopped
+#: tasklet and the function it was in). Set per launch (``DpuSet.exec(timeout=...)``,
+#: ``launch(timeout=...)``), per allocation (the profile's ``timeout=SECONDS``, C and Python),
+#: or for the process (``PIMRL_DPU_TIMEOUT``); ``0``, ``none`` or ``inf``: no limit.
+LAUNCH_TIMEOUT_ENV = "PIMRL_DPU_TIMEOUT"
+#: One hour: no legitimate launch comes near it (see docs/dpu-runtime.md, "Limits"); a
+#: program that never ends is stopped, without anyone pressing Ctrl-C.
+DEFAULT_LAUNCH_TIMEOUT_S = 3600.0
+_NO_LIMIT_WORDS = ("none", "off", "inf", "infinity", "unlimited")
+
+
+def parse_timeout(value, what: str, code: str = "INVALID_PROFILE") -> float:
+    """A launch time limit: seconds > 0 (a number or its text); ``0``, ``none``, ``off``
+    or ``inf`` give ``math.inf`` (no limit). Anything else raises DpuError ``code``."""
+    seconds = None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _NO_LIMIT_WORDS:
+            return math.inf
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = None
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    if seconds is None or math.isnan(seconds) or seconds < 0:
+        raise fail(code, f"{what}: expected a time limit in seconds (a number > 0; 0 or "
+                   f"'none' for no limit), got {value!r}")
+    return math.inf if seconds == 0 else seconds
+
+
+def launch_timeout_s(alloc=None) -> float:
+    """The time limit (wall-clock seconds; ``math.inf``: none) of a launch on ``alloc``:
+    the launch's own, else the allocation's profile's ``timeout=``, else
+    ``PIMRL_DPU_TIMEOUT``, else DEFAULT_LAUNCH_TIMEOUT_S."""
+    for attr in ("launch_timeout_s", "timeout_s"):
+        value = getattr(alloc, attr, None)
+        if value is not None:
+            return value
+    env = os.environ.get(LAUNCH_TIMEOUT_ENV, "").strip()
+    if env:
+        return parse_timeout(env, f"{LAUNCH_TIMEOUT_ENV}={env!r}", "SYSTEM")
+    return DEFAULT_LAUNCH_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -187,6 +234,8 @@ class Allocation:
         self.ledger = cost.TimeBreakdown()
         self.phase: str | None = None                 # overrides the category of transfers
         self.freed = False
+        self.timeout_s: float | None = None           # the profile's timeout= (launch limit)
+        self.launch_timeout_s: float | None = None    # the running launch's own limit
 
     def rank_of(self, slots):
         return np.asarray(slots) // self.hw.dpus_per_rank
@@ -212,6 +261,7 @@ def machine_for_profile(profile: str | None, hardware: Hardware | None = None) -
     # sgXferEnable itself.
     for key in (*SDK_HOST_PROFILE_KEYS, "sgXferEnable"):
         opts.pop(key, None)
+    opts.pop("timeout", None)         # the launches' time limit: the allocation's (dpu_alloc)
     try:
         hw = hardware or get_hardware(opts.pop("hardware", "upmem-2556"),
                                       parse_overrides(f"{k}={v}" for k, v in opts.items()))
@@ -253,10 +303,18 @@ def dpu_alloc(nr_dpus: int = DPU_ALLOCATE_ALL, profile: str | None = None,
     """Allocate DPUs as the SDK does: whole ranks, the surplus of the last rank disabled."""
     if machine is None:
         machine = machine_for_profile(profile, hardware)
+    timeout = _profile_timeout(profile)
     ranks, enabled = choose_ranks(machine, nr_dpus)
     machine.rank_free[ranks] = False
     alloc = Allocation(machine, ranks, enabled)
+    alloc.timeout_s = timeout
     return DpuSet(alloc, np.flatnonzero(enabled), "all")
+
+
+def _profile_timeout(profile: str | None) -> float | None:
+    """The profile's ``timeout=SECONDS`` (the launches' time limit), or None."""
+    value = parse_profile(profile).get("timeout")
+    return None if value is None else parse_timeout(value, f"profile {profile!r}: timeout")
 
 
 def dpu_alloc_ranks(nr_ranks: int, profile: str | None = None, hardware: Hardware | None = None,
@@ -266,12 +324,12 @@ def dpu_alloc_ranks(nr_ranks: int, profile: str | None = None, hardware: Hardwar
     if machine is None:
         machine = machine_for_profile(profile, hardware)
     if nr_ranks == DPU_ALLOCATE_ALL:
-        return dpu_alloc(DPU_ALLOCATE_ALL, machine=machine)
+        return dpu_alloc(DPU_ALLOCATE_ALL, profile, machine=machine)
     free = np.flatnonzero(machine.rank_free)
     if nr_ranks <= 0 or nr_ranks > len(free):
         raise fail("ALLOCATION", f"asked for {nr_ranks} ranks; {len(free)} are free on "
                    f"{machine.hw.name} ({machine.hw.n_ranks} ranks)")
-    return dpu_alloc(int(machine.functional[free[:nr_ranks]].sum()), machine=machine)
+    return dpu_alloc(int(machine.functional[free[:nr_ranks]].sum()), profile, machine=machine)
 
 
 
@@ -537,17 +595,24 @@ class DpuSet:
                               bytes_per_dpu=int(per_dpu_bytes), dpus=int(n_dpus))
 
     # ---------------------------------------------------------------- launches
-    def launch(self, policy: int = DPU_SYNCHRONOUS) -> LaunchResult:
-        """``dpu_launch``: every DPU of the set runs its program; the slowest bounds the time."""
+    def launch(self, policy: int = DPU_SYNCHRONOUS, timeout=None) -> LaunchResult:
+        """``dpu_launch``: every DPU of the set runs its program; the slowest bounds the time.
+        ``timeout``: this launch's time limit in seconds (see LAUNCH_TIMEOUT_ENV)."""
         self._check_alive()
         if policy not in (DPU_ASYNCHRONOUS, DPU_SYNCHRONOUS):
             raise fail("INVALID_LAUNCH_POLICY", f"unknown launch policy {policy}")
+        limit = None if timeout is None else parse_timeout(timeout, "launch timeout",
+                                                           "INVALID_LAUNCH_POLICY")
         rank_idx = np.unique(self.alloc.rank_of(self.slots))   # ranks of the allocation
         if self.alloc.running[rank_idx].any():
             raise fail("DPU_ALREADY_RUNNING", "a rank of this set is still running an "
                        "asynchronous launch (call dpu_sync first)")
         program = self.program()
-        result = program.launch(self.alloc, self.slots)
+        self.alloc.launch_timeout_s = limit
+        try:
+            result = program.launch(self.alloc, self.slots)
+        finally:
+            self.alloc.launch_timeout_s = None
         self.alloc.wram_high = max(self.alloc.wram_high, self.alloc.hw.wram_bytes
                                    if result.wram_written is None else result.wram_written)
         book_launch(self.alloc, program.name, result.cycles, self.nr_dpus,

@@ -16,16 +16,22 @@
   ``pimrl:`` is a *program descriptor* naming a built-in program (so a host program can keep
   the file path it uses on real hardware). Other files go through :data:`FILE_LOADERS`, the
   hook where loading real DPU programs (ELF files from the C kernels) plugs in; until then
-  they give ``DPU_ERR_ELF_INVALID_FILE``.
+  they give ``DPU_ERR_ELF_INVALID_FILE``;
+
+- or the bytes of one of these (``dpu_load_from_memory``, ``DpuSet.load(binary=bytes)``):
+  :func:`load_program_data`, which writes no file.
 """
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl
 
 import numpy as np
 
 from pimrl.learners.variants import ALGO, DTYPE, SAMPLING
+from pimrl.io import atomic_write_bytes
 from pimrl.pim.errors import fail
 from pimrl.registry import Registry
 from pimrl.pim.system import (DPU_MRAM_HEAP_POINTER_NAME, IRAM_BASE, MRAM_BASE, DpuProgram,
@@ -177,9 +183,14 @@ def load_program(path: str, hardware) -> DpuProgram:
     if path.startswith(BUILTIN_PREFIX):
         return builtin_program(path[len(BUILTIN_PREFIX):], hardware)
     p = Path(path)
-    if not path or not p.exists():
+    try:
+        exists = bool(path) and "\0" not in path and p.exists()
+        is_file = exists and p.is_file()
+    except (OSError, ValueError) as exc:            # a name too long, a NUL in it ...
+        raise fail("ELF_NO_SUCH_FILE", f"{path!r}: no such DPU program file ({exc})") from None
+    if not exists:
         raise fail("ELF_NO_SUCH_FILE", f"{path!r}: no such DPU program file")
-    if not p.is_file():
+    if not is_file:
         raise fail("ELF_INVALID_FILE", f"{path!r} is not a file")
     try:
         for loader in FILE_LOADERS:
@@ -192,3 +203,30 @@ def load_program(path: str, hardware) -> DpuProgram:
                "programs with pimrl's dpu-upmem-dpurte-clang (UPMEM's own DPU ELF binaries "
                "need the real hardware), or load a built-in program, e.g. "
                "'pimrl:swiftrl?states=16&actions=4&tasklets=16&algo=q&dtype=fp32&sampling=seq'")
+
+
+def load_program_data(data: bytes, hardware, name: str = "<program in memory>") -> DpuProgram:
+    """The program ``dpu_load_from_memory`` loads for the bytes of a program file (``name``
+    names it in messages). A descriptor or a pimrl DPU program is read from the bytes; only
+    a file kind that an added :data:`FILE_LOADERS` hook reads goes through a private file,
+    removed before this returns."""
+    data = bytes(data)
+    if data.startswith(BUILTIN_PREFIX.encode()) and len(data) <= DESCRIPTOR_MAX_BYTES:
+        text = data.decode("utf-8", "replace").strip().splitlines()[0]
+        return builtin_program(text[len(BUILTIN_PREFIX):], hardware)
+    from pimrl.dpurt.program import data_loader
+
+    program = data_loader(data, hardware, name)
+    if program is not None:
+        return program
+    others = [f for f in FILE_LOADERS if f not in (_descriptor_loader, _dpurt_loader)]
+    if others:
+        with tempfile.TemporaryDirectory(prefix="pimrl-dpu-program-") as tmp:
+            path = atomic_write_bytes(os.path.join(tmp, "program.dpu"), data)
+            for loader in others:
+                program = loader(Path(path), hardware)
+                if program is not None:
+                    return program
+    raise fail("ELF_INVALID_FILE", f"{name}: not a program the simulator can run: build DPU "
+               "programs with pimrl's dpu-upmem-dpurte-clang (UPMEM's own DPU ELF binaries "
+               "need the real hardware)")

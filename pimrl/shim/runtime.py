@@ -19,12 +19,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import tempfile
 import traceback
 
 import numpy as np
 
-from pimrl.io import atomic_write_bytes
 from pimrl.pim import cost, system
 from pimrl.pim.errors import DpuError, DpuErrorCode, fail
 from pimrl.shim import clock, programs
@@ -128,7 +126,6 @@ _programs_by_id: dict = {}      # pimrl_id -> _Program
 _log_keepalive = None
 _records_out = None
 _record_keys: dict = {}         # record fields -> (category, seconds, what)
-_memory_dir = None
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -332,30 +329,23 @@ def py_free(ref):
     entry._ranks = None
 
 
-def _memory_file(data: bytes) -> tuple:
-    """A program held in memory, written once to a private file: (key, path)."""
-    global _memory_dir
-    digest = hashlib.sha256(data).hexdigest()
-    if _memory_dir is None:
-        _memory_dir = tempfile.TemporaryDirectory(prefix="pimrl-dpu-programs-")
-    path = os.path.join(_memory_dir.name, f"{digest[:32]}.dpu")
-    if not os.path.exists(path):
-        atomic_write_bytes(path, data)
-    return f"memory:{digest}", path
-
-
 def py_load(ref, path, buffer, size, program_out):
     entry = _entry(ref)
     dset = _set_of(ref)
+    data = None
     if path != _ffi.NULL:
         text = key = _text(path)
     elif buffer != _ffi.NULL:
-        key, text = _memory_file(bytes(_ffi.buffer(buffer, int(size))))
+        # dpu_load_from_memory: read from the bytes, no file written (none left behind)
+        data = bytes(_ffi.buffer(buffer, int(size)))
+        digest = hashlib.sha256(data).hexdigest()
+        key, text = f"memory:{digest}", f"<program in memory, sha256 {digest[:16]}>"
     else:
         raise fail("ELF_NO_SUCH_FILE", "dpu_load: the binary path is NULL")
     program = entry.programs.get(key)
     if program is None:
-        program = programs.load_program(text, entry.alloc.hw)
+        program = (programs.load_program(text, entry.alloc.hw) if data is None
+                   else programs.load_program_data(data, entry.alloc.hw, text))
         entry.programs[key] = program          # the same file loads the same program
     dset.load(program)
     handle = _programs.get(id(program))

@@ -14,7 +14,11 @@
  *   - counts its work: the basic-block counters the compiler driver inserted (and the
  *     DPU instructions each block costs), DMA transfers and bytes, runtime calls; the
  *     modelled clock is the DPU's cycle counter (perfcounter_get);
- *   - saves the images back.
+ *   - saves the images back;
+ *   - stops when the host asks (Ctrl-C, the launch's time limit: the word launch->stop),
+ *     checked at every quantum and every scheduling step, so that even a `while (1)` ends:
+ *     the running tasklet faults its DPU, reporting where it was (its PC), and the DPUs not
+ *     started yet are not run.
  * All state of the runtime itself lives in the section dpurt_state, outside the image.
  * docs/dpu-runtime.md describes the design.
  */
@@ -30,7 +34,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define DPURT_ABI 3
+#define DPURT_ABI 4
 #define MAX_TASKLETS 24
 #define MRAM_BASE 0x08000000u
 #define PAGE_SHIFT 12
@@ -94,6 +98,9 @@ struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
     double dma_busy_cycles;             /* modelled: the DMA engine's busy cycles */
     double tasklet_cycles[MAX_TASKLETS];/* modelled: when each tasklet finished */
     int64_t dma_unaligned;              /* transfers whose addresses were aligned down */
+    int64_t stop_kind;                  /* the host's *launch->stop when it stopped this DPU */
+    uint64_t fault_pc;                  /* host address the stopped tasklet was at (0: unknown) */
+    int64_t ran;                        /* 0: not run (the launch was stopped before its turn) */
 };
 
 struct dpurt_launch {                   /* pimrl/dpurt/program.py: _Launch */
@@ -106,6 +113,7 @@ struct dpurt_launch {                   /* pimrl/dpurt/program.py: _Launch */
     uint8_t *pool;
     int64_t pool_rows;
     struct dpurt_result *results;
+    volatile int64_t *stop;             /* nonzero (the host's reason): stop the launch now */
 };
 
 /* ------------------------------------------------------------------ runtime state */
@@ -124,6 +132,7 @@ struct tasklet {
     size_t stack_size;
     double time;               /* modelled cycle of its next instruction */
     double ready_at;           /* modelled cycle it can issue again (DMA done, woken) */
+    const void *pc;            /* where it last gave way in call-free code (0: not yet) */
 };
 
 struct page_entry {
@@ -176,6 +185,7 @@ struct rt {
     int64_t *touched;
     int64_t n_touched;
     int paged;                          /* the span is protected (set up for paging) */
+    volatile int64_t *stop;             /* the running launch's stop word */
 };
 
 static struct rt S STATE;
@@ -192,7 +202,8 @@ uint32_t __dpurt_clocks_per_sec STATE = 350000000u;
 
 extern int main(void);
 HIDDEN void dpurt_switch(void **save_sp, void *new_sp);
-HIDDEN void __dpurt_preempt_c(void);
+HIDDEN void __dpurt_preempt_c(const void *pc);
+static volatile int64_t no_stop STATE;         /* the stop word of a launch that has none */
 
 /* ------------------------------------------------------------------ context switch */
 #if defined(__x86_64__)
@@ -226,6 +237,7 @@ __asm__(
     "\tmovdqu %xmm9, 144(%rsp)\n\tmovdqu %xmm10, 160(%rsp)\n\tmovdqu %xmm11, 176(%rsp)\n"
     "\tmovdqu %xmm12, 192(%rsp)\n\tmovdqu %xmm13, 208(%rsp)\n\tmovdqu %xmm14, 224(%rsp)\n"
     "\tmovdqu %xmm15, 240(%rsp)\n"
+    "\tmovq 8(%rbp), %rdi\n"                  /* the instrumented code's address */
     "\tcall __dpurt_preempt_c\n"
     "\tmovdqu 0(%rsp), %xmm0\n\tmovdqu 16(%rsp), %xmm1\n\tmovdqu 32(%rsp), %xmm2\n"
     "\tmovdqu 48(%rsp), %xmm3\n\tmovdqu 64(%rsp), %xmm4\n\tmovdqu 80(%rsp), %xmm5\n"
@@ -368,9 +380,30 @@ static void in_order(void)
         retime();
 }
 
-/* Called by the instrumented code (through __dpurt_preempt) every `quantum` instructions. */
-HIDDEN void __dpurt_preempt_c(void)
+/* The host asked the launch to stop (*S.stop: its reason): the running tasklet, at `pc`,
+ * faults its DPU. */
+static void __attribute__((noreturn)) stopped(const void *pc)
 {
+    settle();
+    if (!S.faulted) {
+        S.faulted = 1;
+        S.res->fault_tasklet = S.cur;
+        S.res->stop_kind = *S.stop;
+        S.res->fault_pc = (uint64_t)(uintptr_t)pc;
+        snprintf(S.res->fault_reason, sizeof S.res->fault_reason, "stopped by the host");
+    }
+    S.t[S.cur].state = T_DONE;
+    to_scheduler();
+    abort();                                          /* never resumed */
+}
+
+/* Called by the instrumented code (through __dpurt_preempt) every `quantum` instructions,
+ * `pc` its address. */
+HIDDEN void __dpurt_preempt_c(const void *pc)
+{
+    S.t[S.cur].pc = pc;
+    if (*S.stop)
+        stopped(pc);
     in_order();
     __dpurt_ilimit = __dpurt_icount + S.quantum_w;
 }
@@ -1275,6 +1308,11 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
     r->slot = slot;
     r->fault_tasklet = -1;
     S.res = r;
+    if (*S.stop) {                               /* stopped before this DPU's turn: not run */
+        r->stop_kind = *S.stop;
+        return;
+    }
+    r->ran = 1;
     uint8_t *wram = L->wram + slot * L->wram_stride;
     S.page_row = L->page_table + slot * L->pt_stride;
     S.pool = L->pool;
@@ -1316,6 +1354,7 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
         S.t[i].wait_obj = NULL;
         S.t[i].sp = initial_sp(&S.t[i]);
         S.t[i].time = S.t[i].ready_at = 0;
+        S.t[i].pc = NULL;
     }
     for (;;) {
         /* the ready tasklet with the earliest modelled time (ties: the lower id) */
@@ -1329,6 +1368,15 @@ static void run_one(struct dpurt_result *r, const struct dpurt_launch *L, int64_
                 blocked |= S.t[i].state == T_BLOCKED;
             if (blocked)
                 deadlock_report();
+            break;
+        }
+        if (*S.stop) {      /* a tasklet that gives way at runtime calls only ends here */
+            S.faulted = 1;
+            r->fault_tasklet = found;
+            r->stop_kind = *S.stop;
+            r->fault_pc = (uint64_t)(uintptr_t)S.t[found].pc;
+            snprintf(r->fault_reason, sizeof r->fault_reason,
+                     "stopped by the host in a runtime call");
             break;
         }
         S.cur = found;
@@ -1398,6 +1446,7 @@ EXPORT int dpurt_run(const struct dpurt_launch *L)
     int have_alt = altstack && sigaltstack(&ss, &old) == 0;
     const char *strict = getenv("PIMRL_DPURT_STRICT_DMA");
     S.strict_dma = strict && *strict && strcmp(strict, "0") != 0;
+    S.stop = L->stop ? L->stop : &no_stop;
     tls_running = 1;
     for (int64_t k = 0; k < L->n; k++)
         run_one(&L->results[k], L, L->slots[k]);
