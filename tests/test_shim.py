@@ -224,8 +224,10 @@ def test_dpu_pkg_config(shim):
     build, env = shim
     r = sh("dpu-pkg-config --cflags --libs dpu", env)
     assert r.returncode == 0
-    assert r.stdout.split() == [f"-I{HOST / 'include'}", "-DPIMRL_SIMULATOR", f"-L{build}",
+    assert r.stdout.split() == [f"-I{HOST / 'include'}", f"-L{build}",
                                 f"-Wl,-rpath,{build}", "-ldpu"]
+    # --cflags is one word, as the SDK's: CMake projects pass it unsplit
+    assert len(sh("dpu-pkg-config --cflags dpu", env).stdout.split()) == 1
     assert sh("dpu-pkg-config --version", env).stdout.strip()
     assert sh("dpu-pkg-config --modversion dpu", env).returncode == 0
     r = sh("dpu-pkg-config --libs nosuchpkg", env)
@@ -387,13 +389,18 @@ def test_app_kernel_by_path_checks(app, shim, dataset, c_kernels, kernel_dir):
 
 @needs_cc
 def test_app_source_builds_without_the_simulator_extension(tmp_path):
-    """Without PIMRL_SIMULATOR (as with the real SDK) app.c uses nothing but dpu.h."""
+    """Without PIMRL_SIMULATOR (as with the real SDK; here -DPIMRL_SDK_API_ONLY) app.c uses
+    nothing but dpu.h; pimrl's dpu.h defines PIMRL_SIMULATOR otherwise."""
+    sdk_only = "-DPIMRL_SDK_API_ONLY"
     for extra in ([], ['-DDPU_BINARY="./swiftrl_dpu"']):   # the kernel by name, or one fixed
-        r = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+        r = subprocess.run(["cc", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", sdk_only,
                             f"-I{HOST / 'include'}", *extra, str(HOST / "app.c")],
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
     assert "pimrl_sim" not in subprocess.run(
+        ["cc", "-E", sdk_only, f"-I{HOST / 'include'}", str(HOST / "app.c")],
+        capture_output=True, text=True).stdout
+    assert "pimrl_sim" in subprocess.run(
         ["cc", "-E", f"-I{HOST / 'include'}", str(HOST / "app.c")], capture_output=True,
         text=True).stdout
 

@@ -6,11 +6,16 @@
  * are the simulator's. docs/real-hardware.md lists what the simulator does differently.
  *
  * Simulator-only extras (modelled times, detailed error messages) live in pimrl_sim.h,
- * which this header never includes; pimrl's `dpu-pkg-config --cflags dpu` defines
- * PIMRL_SIMULATOR so that a program can include it under `#ifdef PIMRL_SIMULATOR`.
+ * which this header never includes; it defines PIMRL_SIMULATOR so that a program can
+ * include them under `#ifdef PIMRL_SIMULATOR` (compile with -DPIMRL_SDK_API_ONLY to see the
+ * SDK's API alone). `dpu-pkg-config --cflags dpu` is one word, `-I<dir>`, as the SDK's.
  */
 #ifndef DPU_H
 #define DPU_H
+
+#if !defined(PIMRL_SIMULATOR) && !defined(PIMRL_SDK_API_ONLY)
+#define PIMRL_SIMULATOR 1
+#endif
 
 #include <limits.h>
 #include <stdbool.h>

@@ -224,7 +224,9 @@ def pkg_config_flags(build_dir=None) -> dict:
     """What ``bin/dpu-pkg-config`` prints for this build folder."""
     build_dir = Path(build_dir or default_build_dir()).resolve()
     return {
-        "cflags": f"-I{INCLUDE} -DPIMRL_SIMULATOR",
+        # one word, as the SDK's dpu.pc (projects pass it unsplit); dpu.h defines
+        # PIMRL_SIMULATOR itself
+        "cflags": f"-I{INCLUDE}",
         "libs": f"-L{build_dir} -Wl,-rpath,{build_dir} -ldpu",
     }
 
