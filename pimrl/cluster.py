@@ -4,6 +4,8 @@
 worker processes on this machine; ``--executor dask:tcp://host:8786`` joins a running
 cluster (its workers need pimrl installed). Each Dask worker runs one task at a time
 (``nthreads=1``) and parallelises inside it with numba threads, ``numba_threads`` of them.
+``dask:tls://host:8786`` joins a scheduler that requires TLS, with Dask's own TLS settings.
+Ctrl-C, or an error, shuts down within a second and quietly (see :func:`dask_client`).
 
 Nothing here decides *what* runs: the sweep runner (:mod:`pimrl.experiments.runner`) makes
 a task of each row, the distributed DPU set (:mod:`pimrl.pim.distributed`) places whole
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
+import threading
 from dataclasses import dataclass
 
 
@@ -131,12 +135,35 @@ def _default_workers(numba_threads: int) -> int:
     return max(1, (cpus or 1) // max(1, numba_threads))
 
 
+#: Seconds each step of shutting a cluster down after Ctrl-C or an error may take at most
+#: (cancel the futures, close the client, kill the workers, close the LocalCluster); each
+#: takes milliseconds when the cluster answers.
+ABORT_STEP_S = 0.4
+
+#: Dask's settings for a TLS client, as config keys and as environment variables.
+TLS_HINT = ("distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and "
+            "distributed.comm.tls.client.key in the Dask config (or the environment variables "
+            "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT "
+            "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY)")
+
+
 @contextlib.contextmanager
 def dask_client(address: str | None = None, workers: int | None = None,
-                numba_threads: int | None = None, connect_timeout_s: float = 5.0):
+                numba_threads: int | None = None, connect_timeout_s: float = 5.0,
+                security=None):
     """A ``distributed.Client``: on a new ``LocalCluster`` of ``workers`` processes (each one
     task at a time, ``numba_threads`` numba threads, default 1), or on the scheduler at
-    ``address`` (whose workers' numba threads are theirs unless tasks are told otherwise)."""
+    ``address`` (whose workers' numba threads are theirs unless tasks are told otherwise).
+
+    ``security`` (a ``distributed.security.Security``) is the client's TLS setup; ``None``
+    takes Dask's own configuration, as ``Client`` does: ``distributed.comm.tls.*`` (files
+    or ``DASK_DISTRIBUTED__COMM__TLS__...`` variables) and any
+    ``distributed.client.security-loader``. A ``tls://`` address needs it.
+
+    Ctrl-C (or any error) inside the block shuts down within a second and quietly: the
+    futures are cancelled and the client closed, and a LocalCluster started here has its
+    worker processes killed (they ignore Ctrl-C themselves, so only this process answers
+    it) and is closed. A joined cluster's scheduler and workers are never shut down."""
     require_dask()
     import logging
 
@@ -145,32 +172,282 @@ def dask_client(address: str | None = None, workers: int | None = None,
     if numba_threads is not None and numba_threads < 1:
         raise ValueError(f"--threads-per-worker must be at least 1, got {numba_threads}")
     if address:
-        try:
-            client = Client(address, timeout=f"{connect_timeout_s}s")
-        except (OSError, TimeoutError) as exc:
-            raise ValueError(f"dask:{address}: cannot reach the scheduler ({exc})") from None
+        client = _connect(Client, address, connect_timeout_s, security)
         try:
             yield client
-        finally:
             client.close()
+        except BaseException:
+            _abort(client)
+            raise
         return
     numba_threads = numba_threads or 1
     n = _default_workers(numba_threads) if workers is None else workers
     if n < 1:
         raise ValueError(f"--workers must be at least 1, got {n}")
-    # NUMBA_NUM_THREADS must be set before a worker imports numba: the nanny's environment.
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", silence_logs=logging.ERROR,
-                           env={"NUMBA_NUM_THREADS": str(numba_threads),
-                                "OMP_NUM_THREADS": "1"})
+    import dask
+
+    # Each worker also runs this module's dask_setup (after any preload of the config).
+    preload = dask.config.get("distributed.worker.preload", None) or []
+    preload = ([preload] if isinstance(preload, str) else list(preload)) + [__name__]
+    known = {id(c) for c in _clusters()}
+    cluster = client = None
     try:
+        # NUMBA_NUM_THREADS must be set before a worker imports numba: the nanny's environment.
+        cluster = LocalCluster(n_workers=0, threads_per_worker=1, processes=True,
+                               dashboard_address=":0", silence_logs=logging.ERROR,
+                               security=security, preload=preload,
+                               memory_limit=_memory_limit(n),
+                               env={"NUMBA_NUM_THREADS": str(numba_threads),
+                                    "OMP_NUM_THREADS": "1"})
+        from distributed.utils import sync
+
+        # The worker processes start with SIGINT ignored, inherited from this process for
+        # the moment they are spawned (dask_setup keeps it so for a restarted worker).
+        with _sigint_ignored():
+            starting = sync(cluster.loop, _scale, cluster, n)
+            _wait_until_spawned(cluster, n, starting)
+        sync(cluster.loop, lambda: starting)     # all up, or the error of one that failed
         client = Client(cluster)
-        try:
-            yield client
-        finally:
-            client.close()
-    finally:
+        yield client
+        client.close()
         cluster.close()
+    except BaseException:
+        if cluster is None:                 # Ctrl-C while it started: find it all the same
+            cluster = next((c for c in _clusters() if id(c) not in known), None)
+        _abort(client, cluster)
+        raise
+
+
+def _memory_limit(n: int):
+    """Each of ``n`` workers' share of this machine's memory, as ``LocalCluster(n_workers=n)``
+    gives it."""
+    import logging
+
+    try:
+        from distributed.worker_memory import parse_memory_limit
+
+        return parse_memory_limit("auto", 1, n, logger=logging.getLogger("distributed.deploy"))
+    except Exception:                               # pragma: no cover - another distributed
+        return "auto"
+
+
+#: Seconds at most that SIGINT stays ignored while a LocalCluster's worker processes are
+#: spawned (typically 30-60 ms here; their start, seconds, comes after and Ctrl-C is
+#: answered then). A worker spawned later only ignores SIGINT once it runs dask_setup.
+SPAWN_WAIT_S = 1.0
+
+
+async def _scale(cluster, n: int):
+    """``cluster.scale(n)``, and the task that starts the workers (which ``scale`` starts
+    too, but does not return)."""
+    import asyncio
+
+    cluster.scale(n)
+    return asyncio.ensure_future(cluster._correct_state())
+
+
+def _wait_until_spawned(cluster, n: int, starting) -> None:
+    """Until the ``n`` worker processes of ``cluster`` exist (or ``starting`` ended)."""
+    import time
+
+    from distributed.utils import sync
+
+    deadline = time.monotonic() + SPAWN_WAIT_S
+    while time.monotonic() < deadline:
+        if starting.done() or sync(cluster.loop, _spawned, cluster, n):
+            return
+        time.sleep(0.005)
+
+
+async def _spawned(cluster, n: int) -> bool:
+    from distributed import Nanny
+
+    nannies = [w for w in list(getattr(cluster, "_created", ())) if isinstance(w, Nanny)]
+    return len(nannies) >= n and all(w.pid or w.status.name in ("failed", "closed", "closing")
+                                     for w in nannies)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """SIGINT ignored by this process for the block (exactly restored after it, C handler
+    and flags: ``sigaction``, not Python's handler table). Processes spawned meanwhile
+    inherit the ignored SIGINT, and Python keeps it so; a Ctrl-C in the block, a few
+    milliseconds, is lost."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        sigaction = libc.sigaction
+    except (OSError, AttributeError):               # pragma: no cover - not POSIX
+        yield
+        return
+    sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    # struct sigaction starts with the handler on Linux and the BSDs; 512 bytes hold it all.
+    ignore, saved = ctypes.create_string_buffer(512), ctypes.create_string_buffer(512)
+    ctypes.c_void_p.from_buffer(ignore).value = int(signal.SIG_IGN)
+    if sigaction(signal.SIGINT, ignore, saved) != 0:
+        yield
+        return
+    try:
+        yield
+    finally:
+        sigaction(signal.SIGINT, saved, None)
+
+
+def dask_setup(worker) -> None:  # pragma: no cover - runs in a LocalCluster's worker process
+    """Run by each worker of a LocalCluster started by :func:`dask_client` (its preload):
+    the worker ignores SIGINT. The terminal sends Ctrl-C to the whole process group, workers
+    included; only pimrl's own process answers it, and it shuts the workers down itself, so
+    they print no tracebacks of their own."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _clusters() -> list:
+    """The SpecClusters alive in this process (a LocalCluster is one)."""
+    try:
+        from distributed.deploy.spec import SpecCluster
+
+        return list(SpecCluster._instances)
+    except Exception:
+        return []
+
+
+def _connect(Client, address: str, connect_timeout_s: float, security):
+    """``Client(address)`` with Dask's security settings, or one line saying what is wrong."""
+    where = f"dask:{address}"
+    tls = address.startswith("tls://")
+    try:
+        return Client(address, timeout=f"{connect_timeout_s}s", security=security)
+    except TypeError as exc:
+        if "ssl_context" not in str(exc):         # distributed found no TLS setup
+            raise
+        problem = _tls_problem(security) or "no TLS setup for a tls:// address"
+        raise ValueError(f"{where}: {problem}; set {TLS_HINT}") from None
+    except (OSError, TimeoutError) as exc:
+        problem = _tls_problem(security) if tls else None
+        if problem:
+            raise ValueError(f"{where}: {problem}") from None
+        hint = ""
+        if tls:
+            hint = (" (is the scheduler's certificate signed by the CA in "
+                    "distributed.comm.tls.ca-file, and this client's accepted by the scheduler?)")
+        elif "reset by peer" in str(exc) or "closed" in str(exc):
+            hint = " (if the scheduler uses TLS, give its tls:// address)"
+        raise ValueError(f"{where}: cannot reach the scheduler ({_one_line(exc)}){hint}") from None
+
+
+def _tls_problem(security) -> str | None:
+    """What is missing from this client's TLS setup (Dask's config, or ``security``)."""
+    try:
+        from distributed.security import Security
+
+        sec = security if isinstance(security, Security) else Security()
+        tls = sec.get_tls_config_for_role("client")
+    except Exception as exc:                     # e.g. a bad distributed.comm.tls.min-version
+        return f"Dask's TLS settings are invalid ({_one_line(exc)})"
+    names = {"ca_file": "distributed.comm.tls.ca-file", "cert": "distributed.comm.tls.client.cert",
+             "key": "distributed.comm.tls.client.key"}
+    missing = [names[k] for k in ("ca_file", "cert") if not tls.get(k)]
+    if missing:
+        return (f"a tls:// scheduler needs a CA and a client certificate, and "
+                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set")
+    for k in ("ca_file", "cert", "key"):
+        value = tls.get(k)
+        if value and "\n" not in value and not os.path.isfile(value):  # a path, not PEM text
+            return f"{names[k]} = {value}: no such file"
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _abort(client, cluster=None) -> None:
+    """Shut down after Ctrl-C or an error, quietly and in bounded time: close the client
+    (the scheduler forgets its futures), kill a LocalCluster's worker processes (a task in
+    compiled code would not stop for a polite request) and close it. Every step is bounded
+    by ABORT_STEP_S and none raises (a second Ctrl-C skips only the step it lands in)."""
+    with quiet_distributed():
+        if client is not None:
+            _quietly(client.close, timeout=ABORT_STEP_S)
+        if cluster is not None:
+            _quietly(_kill_workers, cluster)
+            _quietly(cluster.close, timeout=ABORT_STEP_S)
+            _quietly(_kill_workers, cluster)       # any that started while it closed
+        # The event loop's thread ends once its users have stopped (a close that timed
+        # out did not stop its own).
+        for user in (client, cluster):
+            if getattr(user, "_loop_runner", None) is not None:
+                _quietly(user._loop_runner.stop, timeout=ABORT_STEP_S)
+
+
+def _quietly(fn, *args, **kwargs) -> None:
+    try:
+        fn(*args, **kwargs)
+    except (Exception, KeyboardInterrupt):
+        pass
+
+
+def _kill_workers(cluster) -> None:
+    """SIGKILL the worker processes of a LocalCluster, telling their nannies first not to
+    start new ones (on the cluster's loop, which owns them)."""
+    from distributed.utils import sync
+
+    sync(cluster.loop, _kill_workers_now, cluster, callback_timeout=ABORT_STEP_S)
+
+
+async def _kill_workers_now(cluster) -> None:
+    from distributed import Nanny
+
+    nannies = set(cluster.workers.values()) | set(getattr(cluster, "_created", ()))
+    for nanny in nannies:
+        if not isinstance(nanny, Nanny):
+            continue
+        if str(getattr(nanny.status, "name", "")) not in ("closing", "closed", "failed"):
+            nanny.close_gracefully(reason="pimrl-interrupted")    # do not restart it
+        pid = nanny.pid
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def quiet_distributed():
+    """Dask's loggers (and asyncio's and tornado's) silent for the block: a shutdown after
+    Ctrl-C prints only pimrl's one line."""
+    import logging
+
+    roots = ("distributed", "tornado", "asyncio")
+    names = set(roots) | {name for name in list(logging.root.manager.loggerDict)
+                          if name.startswith(tuple(r + "." for r in roots))}
+    saved = {}
+    for name in names:
+        logger = logging.getLogger(name)
+        saved[name] = logger.level
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def cancel_futures(client, futures, timeout_s: float = ABORT_STEP_S) -> None:
+    """``client.cancel(futures)``, waiting at most ``timeout_s`` for the scheduler (a
+    closing client releases them anyway)."""
+    if not futures:
+        return
+    from distributed.utils import sync
+
+    futures = list(futures)
+    with quiet_distributed():
+        try:
+            sync(client.loop, lambda: client.cancel(futures, asynchronous=True),
+                 callback_timeout=timeout_s)
+        except Exception:
+            pass
 
 
 def describe_cluster(client, numba_threads: int | None = None) -> dict:
