@@ -210,10 +210,10 @@ SWEEP = '[[sweep]]\nname="s"\nenvs=["Taxi-v3"]\ndpus=[2]\ntransitions=10\n'
     ('[study]\nhardwre="upmem-640"\n' + SWEEP, "unknown [study] key(s) ['hardwre']"),
     ('[data]\nfoo=1\n' + SWEEP, "unknown [data] key(s) ['foo']"),
     ('[study]\nhardware="nope"\n' + SWEEP, "study.hardware 'nope'"),
-    (SWEEP.replace('dpus=[2]', 'dpus=["x"]'), "`dpus` must be integers"),
+    (SWEEP.replace('dpus=[2]', 'dpus=["x"]'), "dpus = 'x': expected an integer in [1, 2^20]"),
     (SWEEP.replace('Taxi-v3', 'Nope-v0'), "envs: unknown environment"),
-    (SWEEP + 'tasklets=[40]\n', "tasklets must lie in [1, 24]"),
-    (SWEEP.replace('transitions=10', 'transitions="10"'), "`transitions` must be a positive integer"),
+    (SWEEP + 'tasklets=[40]\n', "tasklets = 40: expected an integer in [1, 24]"),
+    (SWEEP.replace('transitions=10', 'transitions="10"'), "transitions = '10': expected an integer in [1, 2^32]"),
 ])
 def test_config_errors_name_the_file_and_key(tmp_path, body, message):
     bad = tmp_path / "bad.toml"

@@ -36,6 +36,8 @@ class HelpFormatter(argparse.HelpFormatter):
             if isinstance(default, int) and not isinstance(default, bool) and abs(default) >= 10_000:
                 shown = f"{default:,}"
             text = f"{text} (default {shown})" if text else f"default {shown}"
+        if hasattr(action.type, "describe"):         # pimrl.limits: the accepted range
+            text = f"{text}; {action.type.describe()}" if text else action.type.describe()
         return text
 
 
@@ -50,12 +52,28 @@ class _SubCommands(argparse._SubParsersAction):
 
 
 class Parser(argparse.ArgumentParser):
-    """pimrl's parsers: ``HelpFormatter`` everywhere, sub-command parsers included."""
+    """pimrl's parsers: ``HelpFormatter`` everywhere, sub-command parsers included; a
+    usage error is one line (the README's promise for bad input), exit status 2."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.register("action", "parsers", _SubCommands)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def add_executor_options(p, what: str) -> None:
+    """pimrl.cluster's --executor, --workers and --threads-per-worker, their counts bounded
+    by pimrl.limits like every other number."""
+    from pimrl.cluster import add_executor_arguments
+    from pimrl.limits import THREADS
+
+    add_executor_arguments(p, what)
+    for action in p._actions:
+        if {"--workers", "--threads-per-worker"} & set(action.option_strings):
+            action.type = THREADS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,13 +114,49 @@ def _interrupt_handling():
     return answered, prompt_interrupts
 
 
+def check_environment(environ=None) -> str | None:
+    """Why the process environment cannot run pimrl, in one line, or None. Checked before
+    numba is imported: numba reads NUMBA_NUM_THREADS once, and fails with a traceback."""
+    import os
+
+    from pimrl.limits import MAX_THREADS, OutOfRange, parse_int
+
+    text = (os.environ if environ is None else environ).get("NUMBA_NUM_THREADS", "")
+    if text.strip():
+        try:
+            parse_int(text, "NUMBA_NUM_THREADS", 1, MAX_THREADS)
+        except OutOfRange as exc:
+            return f"{exc} (numba's thread count; unset it for one per core)"
+    return None
+
+
+def _tolerant_stdout() -> None:
+    """A file name that is not UTF-8 reaches pimrl as surrogate escapes (PEP 383); printed,
+    it goes out as the bytes it was (as stderr already does with escapes), rather than
+    failing half way through a report."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and getattr(sys.stdout, "errors", "") == "strict":
+        try:
+            reconfigure(errors="surrogateescape")
+        except (ValueError, OSError):        # a stream that cannot change: as it is
+            pass
+
+
 def main(argv=None) -> int:
+    problem = check_environment()
+    if problem is not None:
+        print(f"pimrl: error: {problem}", file=sys.stderr)
+        return 2
+    _tolerant_stdout()
     answered, prompt_interrupts = _interrupt_handling()
     command = "pimrl"
     with prompt_interrupts():
         try:
             parser = build_parser()
-            args = parser.parse_args(argv)
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as exc:      # --help, --version, a usage error: its status
+                return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
             command = f"pimrl {args.command}" if getattr(args, "command", None) else "pimrl"
             if not getattr(args, "func", None):
                 parser.print_help()
@@ -120,7 +174,13 @@ def _run(args, command: str) -> int:
     except UserError as exc:
         print(f"{command}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, OSError, MemoryError) as exc:
+    except MemoryError as exc:
+        # sizes are checked before the work (pimrl.limits.check_memory); this is the rest
+        what = f" ({exc})" if str(exc) else ""
+        print(f"{command}: error: out of memory{what}: ask for less (smaller sizes, fewer "
+              "DPUs or points)", file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as exc:
         # Validation errors from the library already name the file, line or field at fault.
         print(f"{command}: error: {describe_error(exc)}", file=sys.stderr)
         return 2

@@ -103,12 +103,26 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_sensitivity(args) -> int:
-    from pimrl.calibration.sensitivity import format_baseline, format_sensitivity, run_sensitivity
+    from pimrl.calibration.sensitivity import (
+        DPU_COUNTS, base_value, format_baseline, format_sensitivity, run_sensitivity,
+    )
+    from pimrl.cli import UserError
+    from pimrl.data.records import TRANSITION_DTYPE
+    from pimrl.limits import check_memory
 
+    hw = _hardware(args)
+    for name in args.param or ():               # the names first, then the sizes
+        base_value(hw, name)
+    if args.transitions < max(DPU_COUNTS):       # before the training, not in its middle
+        raise UserError(f"--transitions {args.transitions:,}: the study partitions them over "
+                        f"{' and '.join(f'{n:,}' for n in DPU_COUNTS)} DPUs; give at least "
+                        f"{max(DPU_COUNTS):,}")
+    # the records and their copies on 125 and on 2,000 simulated DPUs
+    check_memory(4 * args.transitions * TRANSITION_DTYPE.itemsize, f"--transitions {args.transitions:,}")
     params = {}
     if args.param:
         params["parameters"] = tuple(args.param)
-    result = run_sensitivity(args.transitions, args.epochs, args.delta, _hardware(args),
+    result = run_sensitivity(args.transitions, args.epochs, args.delta, hw,
                              args.seed, **params)
     if args.json:
         print(json.dumps(_jsonable(result), indent=1))
@@ -165,10 +179,14 @@ def register(subparsers) -> None:
         "and report how much the modelled 125 -> 2,000 DPU speedup and the PIM time move. "
         "Every time printed is modelled.")
     _add_hw(p)
-    p.add_argument("--transitions", type=int, default=1_000_000, help="Taxi-v3 transitions (default 1M)")
-    p.add_argument("--epochs", type=int, default=1, help="training epochs (default 1)")
-    p.add_argument("--delta", type=float, default=0.2, help="relative variation (default 0.2)")
-    p.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
+    from pimrl import limits as L
+
+    p.add_argument("--transitions", type=L.TRANSITIONS, default=1_000_000,
+                   help="Taxi-v3 transitions (default 1M)")
+    p.add_argument("--epochs", type=L.EPOCHS, default=1, help="training epochs (default 1)")
+    p.add_argument("--delta", type=L.real(0.0, 1.0, lo_open=True, hi_open=True), default=0.2,
+                   help="relative variation (default 0.2)")
+    p.add_argument("--seed", type=L.SEED, default=0, help="dataset seed (default 0)")
     p.add_argument("--param", action="append", metavar="NAME",
                    help="vary only these parameters (repeatable)")
     p.add_argument("--json", action="store_true", help="print everything as JSON")

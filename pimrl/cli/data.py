@@ -22,6 +22,15 @@ def _make_env(spec: str):
         raise UserError(f"--env {spec!r}: {exc}") from None
 
 
+def _minari_id(args) -> None:
+    """--minari names a dataset (or a folder): an empty one would be Minari's whole root."""
+    from pimrl.cli import UserError
+
+    if args.minari is not None and not args.minari.strip():
+        raise UserError("--minari: give a dataset id such as pimrl/taxi-random-v0 (or, to "
+                        "import, a dataset folder)")
+
+
 def _cmd_generate(args) -> int:
     from pimrl.cli import UserError
 
@@ -30,11 +39,11 @@ def _cmd_generate(args) -> int:
 
     from pimrl.io import check_destination
 
+    from pimrl.data.records import TRANSITION_DTYPE
+    from pimrl.limits import check_memory
+
     check_destination(args.out)        # before the work, not after
-    if args.n < 0:
-        raise UserError(f"--n must be >= 0, got {args.n}")
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, got {args.seed}")
+    check_memory(2 * args.n * TRANSITION_DTYPE.itemsize, f"--n {args.n:,}")   # records, file
     env = _make_env(args.env)
     try:
         name, eps = parse_policy(args.policy, args.epsilon)
@@ -73,11 +82,10 @@ def _cmd_import(args) -> int:
     from pimrl.data.format import save_dataset
     from pimrl.data.swiftrl import import_swiftrl
 
-    if args.seed < 0:
-        raise UserError(f"--seed must be >= 0, got {args.seed}")
     if (args.text is None) == (args.minari is None):
         raise UserError("give a SwiftRL text file or --minari PATH_OR_ID, not both")
     if args.minari is not None:
+        _minari_id(args)
         return _import_minari(args)
     if args.env is None:
         raise UserError("a SwiftRL text file needs --env (the environment the data came from)")
@@ -133,6 +141,7 @@ def _cmd_export(args) -> int:
     from pimrl.io import check_destination
 
     if args.minari is not None:
+        _minari_id(args)
         return _export_minari(args, load_dataset(args.file))
     if args.out is None:
         raise UserError("--out: the text file to write (or --minari NAME for a Minari dataset)")
@@ -174,16 +183,19 @@ def register(subparsers) -> None:
                        description="Generate a dataset by running a behaviour policy in ENV.")
     g.add_argument("--env", required=True, help="environment spec, e.g. FrozenLake-v1, Taxi-v3 "
                    "(pimrl list)")
-    g.add_argument("--n", required=True, type=int, help="number of transitions")
-    g.add_argument("--seed", required=True, type=int, help="seed (an integer >= 0)")
+    from pimrl import limits as L
+
+    g.add_argument("--n", required=True, type=L.integer(0, L.MAX_TRANSITIONS),
+                   help="number of transitions")
+    g.add_argument("--seed", required=True, type=L.SEED, help="seed")
     from pimrl.data.generate import POLICIES, POLICY_DESCRIPTIONS
 
     g.add_argument("--policy", default=POLICIES[0], help="behaviour policy: " + "; ".join(
         f"{name}: {text}" for name, text in POLICY_DESCRIPTIONS.items()))
     g.add_argument("--q", help="Q-table .npy of shape (S, A) for epsilon-greedy")
-    g.add_argument("--epsilon", type=float, help="exploration rate for epsilon-greedy")
-    g.add_argument("--max-episode-steps", type=int, default=None,
-                   help="episode limit (default: the environment's; 0 or less: no limit)")
+    g.add_argument("--epsilon", type=L.PROBABILITY, help="exploration rate for epsilon-greedy")
+    g.add_argument("--max-episode-steps", type=L.integer(0, L.MAX_EPISODE_STEPS), default=None,
+                   help="episode limit (default: the environment's; 0: no limit)")
     g.add_argument("--out", required=True, help="output dataset file")
     g.set_defaults(func=_cmd_generate)
 
@@ -198,7 +210,7 @@ def register(subparsers) -> None:
                    "(MINARI_DATASETS_PATH); needs pimrl[minari]")
     i.add_argument("--env", help="environment the data came from (required for text)")
     i.add_argument("--out", required=True, help="output dataset file")
-    i.add_argument("--seed", type=int, default=0,
+    i.add_argument("--seed", type=L.SEED, default=0,
                    help="seed of the draws imputing unknown next actions (default 0)")
     i.set_defaults(func=_cmd_import)
 

@@ -24,11 +24,13 @@ def register(subparsers) -> None:
     p.add_argument("--env", required=True, metavar="ENV_ID",
                    help="environment spec, e.g. FrozenLake-v1 or FrozenLake-v1:size=32,seed=7 "
                    "(pimrl list)")
-    p.add_argument("--gamma", type=float, default=0.95,
+    from pimrl import limits as L
+
+    p.add_argument("--gamma", type=L.DISCOUNT, default=0.95,
                    help="discount of the value iteration giving the optimum (default 0.95)")
-    p.add_argument("--rollouts", type=int, default=None, metavar="N",
+    p.add_argument("--rollouts", type=L.integer(2, L.MAX_ROLLOUTS), default=None, metavar="N",
                    help="estimate by N seeded rollouts instead of exactly")
-    p.add_argument("--seed", type=int, default=0, help="seed of the rollouts (default 0)")
+    p.add_argument("--seed", type=L.SEED, default=0, help="seed of the rollouts (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_eval)
 
@@ -56,7 +58,9 @@ def load_q(path: str, env) -> np.ndarray:
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except (OSError, ValueError) as exc:
-        raise UserError(f"{path}: not a readable .npy array ({exc})") from None
+        why = ("it holds Python objects, which pimrl never loads" if "pickle" in str(exc)
+               else str(exc))
+        raise UserError(f"{path}: not a readable .npy array ({why})") from None
     if not isinstance(q, np.ndarray) or not (np.issubdtype(q.dtype, np.floating)
                                              or np.issubdtype(q.dtype, np.integer)):
         raise UserError(f"{path}: expected a numeric array, got dtype {getattr(q, 'dtype', '?')}")

@@ -27,7 +27,7 @@ def _scale(config, out, as_json: bool, progress: bool = True, executor: str = "l
     except ConfigError as exc:
         raise UserError(str(exc)) from None
     except (SweepInterrupted, KeyboardInterrupt) as exc:
-        print(f"\npimrl scale: interrupted ({exc or 'Ctrl-C'}); finished rows are saved in "
+        print(f"\npimrl scale: interrupted ({str(exc) or 'Ctrl-C'}); finished rows are saved in "
               f"{Path(out) / 'results.csv'}. Run the same command again to resume.",
               file=sys.stderr)
         return 130
@@ -100,9 +100,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="results directory")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    from pimrl.cluster import add_executor_arguments
+    from pimrl.cli import add_executor_options
 
-    add_executor_arguments(p, "each row a task")
+    add_executor_options(p, "each row a task")
     p.set_defaults(func=_cmd_scale)
 
     p = subparsers.add_parser(

@@ -17,15 +17,18 @@ import json
 import numpy as np
 
 from pimrl.learners.variants import ALGOS, DTYPES
+from pimrl.online.params import MAX_DECAY_STEPS
 
 
 def add_arguments(p) -> None:
     """The online options of ``pimrl train`` (the learner options are shared)."""
-    g = p.add_argument_group("online (with --online; --backend is not used)")
+    from pimrl import limits as L
+
+    g = p.add_argument_group("online (with --online; options of offline training are refused)")
     g.add_argument("--online", action="store_true",
                    help="step --env on the DPUs (no dataset): rounds of --aggregate, exact "
                         "evaluation after each round, time to quality")
-    g.add_argument("--steps", type=int, default=None, metavar="K",
+    g.add_argument("--steps", type=L.STEPS, default=None, metavar="K",
                    help="environment steps per DPU in all (split over its tasklets and rounds)")
     g.add_argument("--agents", choices=("shared", "independent"), default="shared",
                    help="shared: one aggregated agent; independent: one agent per DPU")
@@ -33,13 +36,14 @@ def add_arguments(p) -> None:
                    help="independent agents: DPU d steps ENV with seed=d (e.g. "
                         "--env FrozenLake-v1:size=8: one seeded 8x8 lake per DPU)")
     g.add_argument("--grid", default=None, metavar="SPEC",
-                   help="independent agents: a hyperparameter grid, one point per DPU, e.g. "
-                        "'alpha=0.05,0.1,0.2;epsilon=0.1,0.3;seed=0-3' (--dpus defaults to its size)")
-    g.add_argument("--epsilon-end", type=float, default=None,
+                   help="independent agents: a hyperparameter grid, one point per DPU (at most "
+                        "the hardware's DPUs), e.g. 'alpha=0.05,0.1,0.2;epsilon=0.1,0.3;seed=0-3' "
+                        "(--dpus defaults to its size)")
+    g.add_argument("--epsilon-end", type=L.PROBABILITY, default=None,
                    help="decay epsilon linearly from --epsilon to this (default: constant)")
-    g.add_argument("--decay-steps", type=int, default=0,
+    g.add_argument("--decay-steps", type=L.integer(0, MAX_DECAY_STEPS), default=0,
                    help="lane steps of the linear epsilon decay")
-    g.add_argument("--tolerance", type=float, default=1e-6,
+    g.add_argument("--tolerance", type=L.PROBABILITY, default=1e-6,
                    help="quality target: success rate and mean return within this (relative "
                         "for returns) of the optimum's (default 1e-6: optimal)")
     g.add_argument("--cpu-baseline", action="store_true",
@@ -51,9 +55,32 @@ def add_arguments(p) -> None:
 GRID_KEYS = ("alpha", "epsilon", "seed")
 
 
-def parse_grid(spec: str) -> list:
+def _grid_values(key: str, text: str) -> list:
+    """One axis of --grid: its values, a seed range ``LO-HI`` kept as a ``range`` (never
+    expanded here: a grid is sized before it is built)."""
+    from pimrl import limits as L
+
+    name = f"--grid {key}"
+    parser = {"alpha": L.LEARNING_RATE, "epsilon": L.PROBABILITY, "seed": L.SEED}[key]
+    vals = []
+    for v in (x.strip() for x in text.split(",")):
+        lo, dash, hi = v.partition("-")
+        if key == "seed" and dash and lo.strip():           # LO-HI; "-1" is a value
+            lo, hi = L.SEED.parse(lo, f"{name} range {v!r}"), L.SEED.parse(hi, f"{name} range {v!r}")
+            if hi < lo:
+                raise ValueError(f"{name}: seed range {v!r} is empty")
+            vals.append(range(lo, hi + 1))
+        else:
+            vals.append(parser.parse(v, name))
+    return vals
+
+
+def parse_grid(spec: str, max_points: int | None = None, allowed: str | None = None) -> list:
     """``'alpha=0.05,0.1;epsilon=0.1;seed=0-3'`` -> list of dicts (cartesian product, in the
-    order written, the last key varying fastest)."""
+    order written, the last key varying fastest). Its size is computed from the axes first
+    and refused above ``max_points`` (default :data:`pimrl.limits.MAX_GRID_POINTS`)."""
+    from pimrl import limits as L
+
     axes = []
     for part in (x.strip() for x in spec.split(";")):
         if not part:
@@ -62,28 +89,17 @@ def parse_grid(spec: str) -> list:
         key = key.strip()
         if not sep or key not in GRID_KEYS:
             raise ValueError(f"--grid: {part!r} must be KEY=VALUES with KEY in {', '.join(GRID_KEYS)}")
-        vals = []
-        for v in values.split(","):
-            v = v.strip()
-            if key == "seed" and "-" in v:
-                lo, hi = (int(x) for x in v.split("-", 1))
-                if hi < lo:
-                    raise ValueError(f"--grid: seed range {v!r} is empty")
-                vals.extend(range(lo, hi + 1))
-            else:
-                try:
-                    vals.append(int(v) if key == "seed" else float(v))
-                except ValueError:
-                    raise ValueError(f"--grid: {key}={v!r} is not a number") from None
-        if not vals:
-            raise ValueError(f"--grid: {key} has no values")
-        axes.append((key, vals))
+        axes.append((key, _grid_values(key, values)))
     if not axes:
         raise ValueError("--grid: empty")
     keys = [k for k, _ in axes]
     if len(set(keys)) != len(keys):
         raise ValueError(f"--grid: a key appears twice in {spec!r}")
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
+    limit = L.MAX_GRID_POINTS if max_points is None else max_points
+    L.check_product((sum(len(v) if isinstance(v, range) else 1 for v in vals) for _, vals in axes),
+                    "--grid", limit, "points (one per DPU)", allowed)
+    flat = [[x for v in vals for x in (v if isinstance(v, range) else (v,))] for _, vals in axes]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*flat)]
 
 
 def quality(ev: dict, tol: float) -> bool:
@@ -124,6 +140,36 @@ def _params(args, **override):
     return OnlineParams(**kw)
 
 
+def _check_sizes(args, hw, spec, n) -> None:
+    """The tables against a DPU's memories and the run against this machine's, from the
+    environment's shape alone: before any table is built (a 1024 x 1024 lake takes a while)."""
+    from pimrl.cli import UserError
+    from pimrl.envs.registry import table_shape
+    from pimrl.limits import check_memory
+    from pimrl.online.program import online_layout
+
+    try:
+        shape = table_shape(args.env)
+    except ValueError as exc:
+        raise UserError(f"--env: {exc}") from None
+    if args.tasklets > hw.max_tasklets:
+        raise UserError(f"--tasklets {args.tasklets}: a DPU of {hw.name} runs at most "
+                        f"{hw.max_tasklets}")
+    if shape is None:                        # a Gymnasium id: known once made
+        return
+    S, A, K = shape
+    try:
+        layout = online_layout(S, A, K, 1, args.tasklets, hw, count_visits=spec.needs_visits,
+                               force_mram=args.force_mram)
+        # per table: the env's arrays, its DPU records and their copies (about 64 B an
+        # outcome); per DPU: its WRAM and what its MRAM holds
+        tables = n if args.map_per_dpu else 1
+        check_memory(tables * S * A * K * 64 + n * (hw.wram_bytes + layout.mram_used),
+                     f"--online on {n} DPUs with {args.env}")
+    except ValueError as exc:
+        raise UserError(f"--env {args.env}: {exc}") from None
+
+
 def run_online(args) -> int:
     from pimrl.cli import UserError
     from pimrl.envs import make
@@ -144,24 +190,44 @@ def run_online(args) -> int:
     if args.sampling != "seq" or args.epochs != 1 or args.next_action != "logged":
         raise UserError("--sampling, --epochs and --next-action describe offline datasets; "
                         "online SARSA always takes the next action it chose")
+    from pimrl.cli.train import given_options
+
+    ignored = given_options(args, args.offline_only)
+    if ignored:
+        # said, not silently ignored: online runs on this process's simulated DPUs
+        raise UserError(f"{', '.join(ignored)} appl{'y' if len(ignored) > 1 else 'ies'} to "
+                        "offline training; --online steps --env on this process's simulated "
+                        "DPUs")
     independent = args.agents == "independent"
     if (args.map_per_dpu or args.grid) and not independent:
         raise UserError("--map-per-dpu and --grid need --agents independent")
+    from pimrl.limits import DPU_COUNT
+    from pimrl.online.trainer import online_aggregate
+
     try:
         hw = get_hardware(args.hardware, parse_overrides(args.hw))
-        grid = parse_grid(args.grid) if args.grid else None
-        dpus = [int(x) for x in str(args.dpus).split(",")]
+        spec = online_aggregate(args.aggregate, args.agents)
+        dpus = str(args.dpus).split(",")
         if len(dpus) != 1:
             raise ValueError("--online takes one --dpus count")
-        n = dpus[0]
-        if grid is not None and args.dpus == "64":
+        n = DPU_COUNT.parse(dpus[0].strip(), "--dpus")
+        # one point per DPU: a grid is sized (not built) against the machine first
+        grid = (parse_grid(args.grid, hw.n_dpus, f"the {hw.n_dpus:,} DPUs of {hw.name}")
+                if args.grid else None)
+        if grid is not None and args.dpus == args.pim_defaults["dpus"]:
             n = len(grid)
         if grid is not None and len(grid) != n:
             raise ValueError(f"--grid has {len(grid)} points for {n} DPUs: one point per DPU")
+        if n > hw.n_dpus:
+            raise ValueError(f"--dpus {n}: {hw.name} has {hw.n_dpus} functional DPUs")
+        if args.steps < spec.rounds:
+            raise ValueError(f"--aggregate {args.aggregate}: {spec.rounds} rounds need at least "
+                             f"as many steps per DPU; got --steps {args.steps}")
         base = _params(args)
         params = [_params(args, **pt) for pt in grid] if grid else base
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    _check_sizes(args, hw, spec, n)
     try:
         if args.map_per_dpu:
             envs = [make(args.env, seed=d) for d in range(n)]

@@ -30,9 +30,11 @@ def register(subparsers) -> None:
     p.add_argument("data", nargs="?", metavar="DATA", help="dataset file (pimrl data generate)")
     p.add_argument("--env", metavar="ENV_ID", help="generate data for this environment instead "
                    "(pimrl list: environments)")
-    p.add_argument("--transitions", type=int, default=1_000_000, metavar="N",
+    from pimrl import limits as L
+
+    p.add_argument("--transitions", type=L.TRANSITIONS, default=1_000_000, metavar="N",
                    help="transitions to generate with --env (default 1,000,000)")
-    p.add_argument("--data-seed", type=int, default=0, help="seed of generated data (default 0)")
+    p.add_argument("--data-seed", type=L.SEED, default=0, help="seed of generated data (default 0)")
     p.add_argument("--backend", choices=BACKENDS, default="reference",
                    help="reference: the oracle-checked learner, one table; cpu: the measured "
                    "CPU baseline (numba, --threads, one table per partition, averaged); pim: "
@@ -51,26 +53,26 @@ def register(subparsers) -> None:
                    help=describe_choices(DTYPES) + " (Q-format set by --frac-bits)")
     g.add_argument("--sampling", choices=SAMPLINGS,
                    help="order of the updates: " + describe_choices(SAMPLINGS) + " (k: --stride)")
-    g.add_argument("--stride", type=int, help="STR stride k")
-    g.add_argument("--epochs", type=int, help="passes over each partition")
-    g.add_argument("--alpha", type=float, help="learning rate")
-    g.add_argument("--gamma", type=float, help="discount factor")
-    g.add_argument("--epsilon", type=float, help="SARSA's epsilon-greedy draw")
+    g.add_argument("--stride", type=L.STRIDE, help="STR stride k")
+    g.add_argument("--epochs", type=L.EPOCHS, help="passes over each partition")
+    g.add_argument("--alpha", type=L.LEARNING_RATE, help="learning rate")
+    g.add_argument("--gamma", type=L.DISCOUNT, help="discount factor")
+    g.add_argument("--epsilon", type=L.PROBABILITY, help="SARSA's epsilon-greedy draw")
     g.add_argument("--next-action", choices=NEXT_ACTIONS,
                    help="SARSA's next action: " + describe_choices(NEXT_ACTIONS))
-    g.add_argument("--seed", type=int, help="seed of the learner's random streams")
-    g.add_argument("--frac-bits", type=int, help="INT32 fractional bits F (Q(31-F).F)")
+    g.add_argument("--seed", type=L.SEED, help="seed of the learner's random streams")
+    g.add_argument("--frac-bits", type=L.FRAC_BITS, help="INT32 fractional bits F (Q(31-F).F)")
     g = p.add_argument_group("CPU backend")
-    g.add_argument("--threads", type=int, default=None,
+    g.add_argument("--threads", type=L.THREADS, default=None,
                    help="threads of the CPU baseline (default: all numba threads)")
-    g.add_argument("--partitions", type=int, default=None,
+    g.add_argument("--partitions", type=L.DPU_COUNT, default=None,
                    help="partitions of the CPU baseline, one table each (default: --threads)")
-    g.add_argument("--repeats", type=int, default=1,
+    g.add_argument("--repeats", type=L.REPEATS, default=1,
                    help="timed repeats of the CPU baseline; the median is reported (default 1)")
     g = p.add_argument_group("PIM backend")
     g.add_argument("--dpus", default=str(t["n_dpus"]),
                    help="DPU count, or a comma list for a scaling table")
-    g.add_argument("--tasklets", type=int, default=t["tasklets"], help="tasklets (threads) per DPU")
+    g.add_argument("--tasklets", type=L.integer(1, 24), default=t["tasklets"], help="tasklets (threads) per DPU")
     g.add_argument("--tasklet-mode", choices=TASKLET_MODES, default=None,
                    help="how a DPU's tasklets share its table (docs/design.md): "
                    + "; ".join(f"{c.name}: {c.description}" for c in TASKLET_MODE.choices)
@@ -80,13 +82,13 @@ def register(subparsers) -> None:
                    "(state-owned Q-learning or SARSA, R rounds: docs/state-owned.md; pimrl list)")
     g.add_argument("--partition", choices=("contiguous", "shuffle"), default=t["partition"],
                    help="contiguous chunks (SwiftRL), or a seeded shuffle first")
-    g.add_argument("--shuffle-seed", type=int, default=t["shuffle_seed"],
+    g.add_argument("--shuffle-seed", type=L.SEED, default=t["shuffle_seed"],
                    help="seed of --partition shuffle")
     g.add_argument("--hardware", choices=list(PRESETS), default=t["hardware"],
                    help="hardware preset (pimrl list)")
     g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
                    help="what-if override, e.g. frequency_hz=500e6 or op_int32_mul=1")
-    g.add_argument("--block-bytes", type=int, default=t["block_bytes"],
+    g.add_argument("--block-bytes", type=L.integer(16, 2048), default=t["block_bytes"],
                    help="DMA block size (16..2048; default 2048, or the largest that fits WRAM "
                    "beside the kernel's globals)")
     g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
@@ -101,9 +103,9 @@ def register(subparsers) -> None:
     p.set_defaults(pim_defaults={"hw": [], "dpus": str(t["n_dpus"]), "kernel": t["kernel"],
                                  "aggregate": t["aggregate"], "partition": t["partition"],
                                  "device": t["device"], "tasklet-mode": None})
-    from pimrl.cluster import add_executor_arguments
+    from pimrl.cli import add_executor_options
 
-    add_executor_arguments(p, "--backend pim: the DPU set's whole ranks spread over the workers")
+    add_executor_options(p, "--backend pim: the DPU set's whole ranks spread over the workers")
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--save-policy", metavar="PATH.npz",
@@ -114,7 +116,25 @@ def register(subparsers) -> None:
     from pimrl.cli.online import add_arguments as add_online_arguments
 
     add_online_arguments(p)
+    # --online refuses these (rather than ignore them) when given a value of their own
+    offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
+               "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
+               "--executor", "--workers", "--threads-per-worker")
+    # and offline training refuses the online ones
+    online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
+              "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
+    p.set_defaults(offline_only={o: p.get_default(_dest(o)) for o in offline},
+                   online_only={o: p.get_default(_dest(o)) for o in online})
     p.set_defaults(func=run_train)
+
+
+def _dest(option: str) -> str:
+    return option[2:].replace("-", "_")
+
+
+def given_options(args, defaults: dict) -> list:
+    """The options of ``defaults`` (option -> default) that the command line set otherwise."""
+    return [opt for opt, default in defaults.items() if getattr(args, _dest(opt)) != default]
 
 
 def _load_data(args):
@@ -131,8 +151,11 @@ def _load_data(args):
         env = make(args.env)
     except ValueError as exc:
         raise UserError(f"--env: {exc}") from None
-    if args.transitions < 1:
-        raise UserError(f"--transitions must be positive, got {args.transitions}")
+    from pimrl.data.records import TRANSITION_DTYPE
+    from pimrl.limits import check_memory
+
+    # the records, and a DPU-side or partitioned copy of them
+    check_memory(3 * args.transitions * TRANSITION_DTYPE.itemsize, f"--transitions {args.transitions:,}")
     recs = generate_dataset(env, args.transitions, args.data_seed)
     return recs, env, f"{args.transitions} generated transitions of {env.env_id} (seed {args.data_seed})"
 
@@ -156,12 +179,14 @@ def _params(args) -> LearnerParams:
 def _dpu_counts(text: str):
     from pimrl.cli import UserError
 
+    from pimrl.limits import DPU_COUNT
+
     try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--dpus: {text!r} is not a number or a comma-separated list") from None
-    if not counts or min(counts) < 1:
-        raise UserError(f"--dpus: counts must be positive, got {text!r}")
+        counts = [DPU_COUNT.parse(x.strip(), "--dpus") for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise UserError(f"{exc} (or a comma-separated list of them)") from None
+    if not counts:
+        raise UserError(f"--dpus: {text!r} is not a number or a comma-separated list")
     return counts
 
 
@@ -186,6 +211,9 @@ def run_train(args: argparse.Namespace) -> int:
         from pimrl.cli.online import run_online
 
         return run_online(args)
+    given = given_options(args, args.online_only)
+    if given:
+        raise UserError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --online")
     params = _params(args)
     check_save_destinations(args)
     if args.backend != "pim":
@@ -213,6 +241,15 @@ def run_train(args: argparse.Namespace) -> int:
             args.kernel = "c"              # real DPUs run the C kernel
         if args.executor != "local":
             raise UserError("--device upmem: the DPUs are this machine's; use --executor local")
+    if args.backend == "pim":                  # checked before any data is made
+        from pimrl.learners.aggregate import parse_aggregate
+
+        try:
+            hw = get_hardware(args.hardware, parse_overrides(args.hw))
+            parse_aggregate(args.aggregate)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        counts = _dpu_counts(args.dpus)
     records, env, source = _load_data(args)
     out = {"source": source, "env_id": env.env_id, "backend": args.backend,
            "params": params.as_dict(), "n_transitions": int(len(records))}
@@ -237,11 +274,6 @@ def run_train(args: argparse.Namespace) -> int:
                    saturations=res.saturations, n_updates=res.n_updates)
         q = res.q
     else:
-        try:
-            hw = get_hardware(args.hardware, parse_overrides(args.hw))
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        counts = _dpu_counts(args.dpus)
         runs = []
         from pimrl.pim.distributed import placement_for
 
@@ -364,7 +396,9 @@ def explain_scaling(runs, rows) -> list:
 
 
 def _ms(x):
-    return f"{x * 1e3:10.3f}"
+    """Milliseconds in a 10-wide column that always starts with a space, so a label before
+    it never runs into a large number ("time to quality 744281.943")."""
+    return " " + f"{x * 1e3:.3f}".rjust(9)
 
 
 PHASES = (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"), ("inter_dpu", "Inter-DPU"),

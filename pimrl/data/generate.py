@@ -210,7 +210,7 @@ def generate_dataset(
     limit = env.max_episode_steps if max_episode_steps is None else max_episode_steps
     if limit is None or int(limit) <= 0:
         limit = np.iinfo(np.int64).max
-    limit = int(limit)
+    limit = min(int(limit), np.iinfo(np.int64).max)   # beyond the data, the same: no limit
 
     next_state = np.ascontiguousarray(env.next_state, dtype=np.int32)
     cum_prob = _cumulative(np.asarray(env.prob, dtype=np.float64), axis=2)

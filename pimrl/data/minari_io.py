@@ -276,6 +276,7 @@ def export_minari(records: np.ndarray, env, dataset_id: str, root=None,
         raise ValueError("an empty dataset has no episode to export")
     root = Path(root if root is not None else
                 os.environ.get("MINARI_DATASETS_PATH", Path.home() / ".minari" / "datasets")).expanduser()
+    root = root.absolute()         # Minari resolves a relative root against itself (twice)
     final = root / dataset_id
     if final.exists():
         raise ValueError(f"{final}: a Minari dataset {dataset_id!r} exists already")

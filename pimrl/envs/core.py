@@ -38,7 +38,6 @@ class TabularEnv:
         self.terminated = _readonly(np.asarray(terminated, dtype=np.bool_))
         self.initial_dist = _readonly(np.asarray(initial_dist, dtype=np.float64))
         self.goal = _readonly(np.asarray(goal, dtype=np.bool_))
-        self.max_episode_steps = int(max_episode_steps)
         self.env_id = str(env_id)
         self.description = description
         self.desc = None if desc is None else tuple(desc)
@@ -50,8 +49,11 @@ class TabularEnv:
                 raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {shape}")
         if self.initial_dist.shape != (shape[0],) or self.goal.shape != (shape[0],):
             raise ValueError("initial_dist and goal must have shape (S,)")
-        if self.max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
+        from pimrl.limits import EPISODE_STEPS
+
+        # bounded: exact evaluation and the DPUs' int64 words follow an episode step by step
+        self.max_episode_steps = EPISODE_STEPS.parse(max_episode_steps,
+                                                     f"{self.env_id}: max_episode_steps")
         # episode state of the stateful API
         self._rng: np.random.Generator | None = None
         self._state: int | None = None

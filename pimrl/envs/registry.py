@@ -4,7 +4,7 @@ A spec string is ``Name[:key=value,key=value]`` for pimrl's own environments, or
 ``gym:ID[,key=value,...]`` for any Gymnasium environment with a transition table
 (:mod:`pimrl.envs.gymnasium_env`). For example ``FrozenLake-v1``,
 ``FrozenLake-v1:slippery=0``, ``FrozenLake-v1:seed=7,size=32``, ``CliffWalking-v1:max_steps=500``.
-Every value is a non-negative integer. ``env.env_id`` is canonical: the registered name
+Every value is a bounded non-negative integer (:mod:`pimrl.limits`). ``env.env_id`` is canonical: the registered name
 (aliases resolved), keys sorted, options equal to their default omitted.
 """
 from __future__ import annotations
@@ -14,23 +14,38 @@ from typing import Callable
 
 from pimrl.envs import toy_text
 from pimrl.envs.core import TabularEnv
+from pimrl.limits import EPISODE_STEPS, SEED, OutOfRange, integer
 
 
 @dataclass(frozen=True)
 class _Option:
     default: int | None          # None: absent unless given
-    choices: str                 # human-readable list of valid values
-    valid: Callable[[int], bool]
+    range: integer               # pimrl.limits: the accepted values, bounded
+    note: str = ""               # when the option applies
+
+    @property
+    def choices(self) -> str:
+        """The valid values in words (``pimrl list``, error messages)."""
+        return self.range.describe() + (f" ({self.note})" if self.note else "")
 
 
 @dataclass(frozen=True)
 class _Entry:
     build: Callable[[dict], tuple]   # options -> (tables, default max steps, description, desc)
     options: dict[str, _Option] = field(default_factory=dict)
+    # options -> (S, A, K) without building the tables: sizes are checked before the work
+    shape: Callable[[dict], tuple] | None = None
 
 
-_SLIPPERY = _Option(1, "0 or 1", lambda v: v in (0, 1))
-_MAX_STEPS = _Option(None, "an integer >= 1", lambda v: v >= 1)
+_SLIPPERY = _Option(1, integer(0, 1))
+_MAX_STEPS = _Option(None, EPISODE_STEPS)
+
+
+def _frozen_lake_shape(map_name):
+    def shape(opts):
+        side = opts.get("size") or (4 if map_name == "4x4" else 8)
+        return side * side, 4, 3 if opts.get("slippery", 1) else 1
+    return shape
 
 
 def _frozen_lake(map_name):
@@ -60,13 +75,13 @@ REGISTRY: dict[str, _Entry] = {
     "FrozenLake-v1": _Entry(_frozen_lake("4x4"), {
         "slippery": _SLIPPERY,
         # 1024 x 1024 = 1M states already takes about 250 MB of tables.
-        "size": _Option(None, "an integer in [2, 1024] (a generated size x size map)",
-                        lambda v: 2 <= v <= 1024),
-        "seed": _Option(0, "an integer >= 0 (with size)", lambda v: v >= 0),
-        "max_steps": _MAX_STEPS}),
-    "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS}),
-    "Taxi-v3": _Entry(_taxi, {"max_steps": _MAX_STEPS}),
-    "CliffWalking-v1": _Entry(_cliff_walking, {"max_steps": _MAX_STEPS}),
+        "size": _Option(None, integer(2, 1024), "a generated size x size map"),
+        "seed": _Option(0, SEED, "with size"),
+        "max_steps": _MAX_STEPS}, _frozen_lake_shape("4x4")),
+    "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS},
+                               _frozen_lake_shape("8x8")),
+    "Taxi-v3": _Entry(_taxi, {"max_steps": _MAX_STEPS}, lambda opts: (500, 6, 1)),
+    "CliffWalking-v1": _Entry(_cliff_walking, {"max_steps": _MAX_STEPS}, lambda opts: (48, 4, 1)),
 }
 #: other names accepted for registered environments
 ALIASES = {"Taxi-v4": "Taxi-v3"}
@@ -77,15 +92,14 @@ def env_ids() -> list[str]:
     return list(REGISTRY)
 
 
-def _int_value(key: str, raw, choices: str) -> int:
-    if isinstance(raw, bool):
-        return int(raw)
-    if isinstance(raw, int):
-        return raw
-    text = str(raw).strip()
-    if text.isdigit():
-        return int(text)
-    raise ValueError(f"invalid value '{key}={raw}': expected {choices}")
+def _int_value(name: str, key: str, raw, option: _Option) -> int:
+    """An option's value through the one bounded parser; the message names the token."""
+    value = int(raw) if isinstance(raw, bool) else raw     # make(..., slippery=False)
+    try:
+        return option.range.parse(value.strip() if isinstance(value, str) else value, key)
+    except OutOfRange:
+        raise ValueError(f"invalid value '{key}={raw}' for {name}: expected "
+                         f"{option.choices}") from None
 
 
 def parse_spec(env_id: str, **overrides) -> tuple[str, dict[str, int]]:
@@ -117,17 +131,25 @@ def parse_spec(env_id: str, **overrides) -> tuple[str, dict[str, int]]:
         if key not in entry.options:
             valid = ", ".join(sorted(entry.options)) or "none"
             raise ValueError(f"unknown option {key!r} for {name}; valid options: {valid}")
-        spec = entry.options[key]
-        value = _int_value(key, raw, spec.choices)
-        if not spec.valid(value):
-            raise ValueError(f"invalid value '{key}={raw}' for {name}: expected {spec.choices}")
-        opts[key] = value
+        opts[key] = _int_value(name, key, raw, entry.options[key])
     if "seed" in opts and "size" not in opts:
         raise ValueError(f"option 'seed' for {name} needs 'size' (a generated map)")
     for key, spec in entry.options.items():
         if key not in opts and spec.default is not None:
             opts[key] = spec.default
     return name, opts
+
+
+def table_shape(env_id: str) -> tuple | None:
+    """``(S, A, K)`` of a spec string's tables without building them (validating the spec),
+    or None for a Gymnasium id (known only once made): for size checks before the work."""
+    from pimrl.envs.gymnasium_env import is_gym_id
+
+    if is_gym_id(env_id):
+        return None
+    name, opts = parse_spec(env_id)
+    shape = REGISTRY[name].shape
+    return None if shape is None else tuple(int(x) for x in shape(opts))
 
 
 def make(env_id: str, **overrides) -> TabularEnv:

@@ -40,6 +40,7 @@ from pimrl.learners.variants import (
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.aggregate import parse_aggregate
 from pimrl.pim.hardware import PRESETS, get_hardware
+from pimrl import limits as L
 
 LEARNER_KEYS = ("epochs", "alpha", "gamma", "epsilon", "next_action", "stride", "frac_bits")
 SWEEP_KEYS = {"name", "kind", "envs", "transitions", "transitions_per_dpu", "dpus", "variants",
@@ -79,41 +80,56 @@ class StudyConfig:
                 "baselines": self.baselines, "sweep": self.sweeps}
 
 
-#: The type each [learner] key must have in a study file (booleans are not numbers here).
-LEARNER_TYPES = {"epochs": "integer", "stride": "integer", "frac_bits": "integer",
-                 "alpha": "number", "gamma": "number", "epsilon": "number", "next_action": "string"}
-#: The type of each [baselines] key: "all"/"dpus" are the words those two keys also take.
-BASELINE_TYPES = {"cpu": "boolean", "gpu": "boolean", "cpu_threads": "positive integer or \"all\"",
-                  "cpu_repeats": "positive integer", "gpu_repeats": "positive integer",
-                  "gpu_partitions": "positive integer or \"dpus\"",
-                  "gpu_threads_per_block": "positive integer"}
+#: The type each [learner] key must have in a study file: a string, or a number in its
+#: range (pimrl.limits; booleans are not numbers here).
+LEARNER_TYPES = {"epochs": L.EPOCHS, "stride": L.STRIDE, "frac_bits": L.FRAC_BITS,
+                 "alpha": L.LEARNING_RATE, "gamma": L.DISCOUNT, "epsilon": L.PROBABILITY,
+                 "next_action": "string"}
+#: The type of each [baselines] key; a number range with a word is that word or a number.
+BASELINE_TYPES = {"cpu": "boolean", "gpu": "boolean", "cpu_threads": (L.THREADS, "all"),
+                  "cpu_repeats": L.REPEATS, "gpu_repeats": L.REPEATS,
+                  "gpu_partitions": (L.DPU_COUNT, "dpus"),
+                  "gpu_threads_per_block": L.integer(1, 1024)}
+#: Bytes of memory per transition of a row's dataset: the records, the DPUs' copy and the
+#: partitioned or baseline copy (checked against this machine's memory before any row runs).
+ROW_BYTES_PER_TRANSITION = 3 * 16
 
 
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _type_ok(value, kind: str) -> bool:
-    if kind == "integer":
-        return _is_int(value)
-    if kind == "number":
-        return _is_int(value) or isinstance(value, float)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind.startswith("positive integer"):
-        word = kind.split('"')[1] if '"' in kind else None
-        return (_is_int(value) and value >= 1) or (word is not None and value == word)
-    raise AssertionError(kind)
-
-
 def _check_types(table: dict, types: dict, where: str, prefix: str):
-    """A one-line ConfigError naming the key and value of the first ill-typed entry."""
+    """A one-line ConfigError naming the key, the value and what it must be, for the first
+    ill-typed or out-of-range entry: a word ("string", "boolean"), a range of
+    :mod:`pimrl.limits`, or (range, word) for a number or that word."""
     for key, kind in types.items():
-        if key in table and not _type_ok(table[key], kind):
-            article = "an" if kind[0] in "aeiou" else "a"
-            raise ConfigError(f"{where}: {prefix}{key} = {table[key]!r}: must be {article} {kind}")
+        if key not in table:
+            continue
+        value = table[key]
+        if kind in ("string", "boolean"):
+            if not isinstance(value, str if kind == "string" else bool):
+                raise ConfigError(f"{where}: {prefix}{key} = {_short(value)}: must be a {kind}")
+            continue
+        rng, word = kind if isinstance(kind, tuple) else (kind, None)
+        if word is not None and value == word:
+            continue
+        try:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise L.OutOfRange(key)           # "10" is text in TOML, not a number
+            rng.parse(value, key)
+        except L.OutOfRange:
+            raise ConfigError(f"{where}: {prefix}{key} = {_short(value)}: expected "
+                              f"{rng.describe()}" + (f" or \"{word}\"" if word else "")) from None
+
+
+def _short(value) -> str:
+    """A TOML value for a message: its repr, cut short (a table can be large or deep)."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<a deeply nested {type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _as_list(value, name, where):
@@ -124,13 +140,31 @@ def _as_list(value, name, where):
     return [value]
 
 
+#: Bytes of a study file: far beyond any study, short of a file that is not one.
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
 def load_config(path) -> StudyConfig:
     path = Path(path)
-    text = path.read_text()
+    from pimrl.io import check_regular_input
+
+    check_regular_input(str(path), "config")           # a FIFO would block the read
+    with open(path, "rb") as f:
+        data = f.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: over {MAX_CONFIG_BYTES // 2**20} MiB: not a study config")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}, line {line}); TOML files "
+                          f"are UTF-8") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:                  # the TOML reader recurses per nesting level
+        raise ConfigError(f"{path}: arrays or tables nested too deeply") from None
     return parse_config(raw, str(path), text)
 
 
@@ -140,19 +174,22 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
     if unknown:
         raise ConfigError(f"{where}: unknown table(s) {sorted(unknown)}; expected study, learner, "
                           f"data, baselines, sweep")
+    for name in ("study", "learner", "data", "baselines"):
+        if not isinstance(raw.get(name, {}), dict):
+            raise ConfigError(f"{where}: {name} = {_short(raw[name])}: must be a table ([{name}])")
+    sweeps = raw.get("sweep", [])
+    if not isinstance(sweeps, list) or not all(isinstance(sw, dict) for sw in sweeps):
+        raise ConfigError(f"{where}: sweep = {_short(sweeps)}: must be tables ([[sweep]])")
     study = {"name": Path(path).stem, "seed": 0, "hardware": "auto", **raw.get("study", {})}
     bad = set(study) - {"name", "seed", "hardware"}
     if bad:
         raise ConfigError(f"{where}: unknown [study] key(s) {sorted(bad)}; known: hardware, "
                           f"name, seed")
     if study["hardware"] != "auto":
-        if study["hardware"] not in PRESETS:
-            raise ConfigError(f"{where}: study.hardware {study['hardware']!r} is not auto or a "
+        if not isinstance(study["hardware"], str) or study["hardware"] not in PRESETS:
+            raise ConfigError(f"{where}: study.hardware {_short(study['hardware'])} is not auto or a "
                               f"preset ({', '.join(PRESETS)})")
-    if not isinstance(study["name"], str):
-        raise ConfigError(f"{where}: study.name = {study['name']!r}: must be a string")
-    if not _is_int(study["seed"]) or study["seed"] < 0:
-        raise ConfigError(f"{where}: study.seed must be a non-negative integer")
+    _check_types(study, {"name": "string", "seed": L.SEED}, where, "study.")
     learner = {**DEFAULT_LEARNER, **raw.get("learner", {})}
     bad = set(learner) - set(LEARNER_KEYS)
     if bad:
@@ -163,7 +200,7 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
     if bad:
         raise ConfigError(f"{where}: unknown [data] key(s) {sorted(bad)}; known: policy")
     if data["policy"] != "uniform":
-        raise ConfigError(f"{where}: data.policy {data['policy']!r}: studies generate "
+        raise ConfigError(f"{where}: data.policy {_short(data['policy'])}: studies generate "
                           f"uniformly random data (policy = \"uniform\")")
     baselines = {**DEFAULT_BASELINES, **raw.get("baselines", {})}
     bad = set(baselines) - set(DEFAULT_BASELINES)
@@ -171,7 +208,6 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         raise ConfigError(f"{where}: unknown [baselines] key(s) {sorted(bad)}; known: "
                           f"{sorted(DEFAULT_BASELINES)}")
     _check_types(baselines, BASELINE_TYPES, where, "baselines.")
-    sweeps = raw.get("sweep", [])
     if not sweeps:
         raise ConfigError(f"{where}: no [[sweep]] table")
     names = set()
@@ -182,17 +218,15 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         if bad:
             raise ConfigError(f"{w}: unknown key(s) {sorted(bad)}; known: {sorted(SWEEP_KEYS)}")
         _check_types(sw, LEARNER_TYPES, w, "")
-        for key in ("name", "kind"):
-            if key in sw and not isinstance(sw[key], str):
-                raise ConfigError(f"{w}: {key} = {sw[key]!r}: must be a string")
+        _check_types(sw, {"name": "string", "kind": "string"}, w, "")
         variants = sw.get("variants", "all")
         if not (isinstance(variants, str) or (isinstance(variants, list)
                                               and all(isinstance(v, str) for v in variants))):
-            raise ConfigError(f"{w}: variants = {variants!r}: must be \"all\" or a list of "
+            raise ConfigError(f"{w}: variants = {_short(variants)}: must be \"all\" or a list of "
                               f"variant names such as [\"q-fp32-seq\"]")
         for key in ("envs", "aggregators"):
             if key in sw and not all(isinstance(v, str) for v in _as_list(sw[key], key, w)):
-                raise ConfigError(f"{w}: {key} = {sw[key]!r}: must be a list of names")
+                raise ConfigError(f"{w}: {key} = {_short(sw[key])}: must be a list of names")
         name = sw.get("name", f"sweep{i + 1}")
         if name in names:
             raise ConfigError(f"{w}: duplicate sweep name {name!r}")
@@ -207,30 +241,37 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         for key in ("envs", "dpus"):
             if key not in sw:
                 raise ConfigError(f"{w}: missing `{key}`")
-        def ints(key, default=None):
+        def ints(key, rng, default=None):
+            """A key's list of integers, each in ``rng`` (pimrl.limits)."""
             values = _as_list(sw.get(key, default), key, w)
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-                raise ConfigError(f"{w}: `{key}` must be integers, got {values!r}")
+            for v in values:
+                if isinstance(v, bool) or not isinstance(v, int) or not rng.lo <= v <= rng.hi:
+                    raise ConfigError(f"{w}: {key} = {_short(v)}: expected {rng.describe()}")
             return values
 
+        for key in ("tasklet_modes",):
+            if key in sw and not all(isinstance(v, str) for v in _as_list(sw[key], key, w)):
+                raise ConfigError(f"{w}: {key} = {_short(sw[key])}: must be a list of names")
         s = {"name": name, "kind": kind,
              "envs": _as_list(sw["envs"], "envs", w),
-             "dpus": ints("dpus"),
-             "tasklets": ints("tasklets", 16),
+             "dpus": ints("dpus", L.DPU_COUNT),
+             "tasklets": ints("tasklets", L.integer(1, 24), 16),
              "tasklet_modes": [str(m) for m in _as_list(sw.get("tasklet_modes",
                                                                 DEFAULT_TASKLET_MODE),
                                                          "tasklet_modes", w)],
              "aggregators": [str(a) for a in _as_list(sw.get("aggregators", "mean"), "aggregators", w)],
              "learner": {**learner, **{k: sw[k] for k in LEARNER_KEYS if k in sw}}}
         from pimrl.envs import make
+        from pimrl.envs.registry import table_shape
 
+        shapes = []
         for env_id in s["envs"]:
             try:
-                make(str(env_id))
+                # a registered env is checked from its spec, without building its tables
+                shape = table_shape(env_id)
+                shapes.append(shape if shape is not None else make(env_id).next_state.shape)
             except ValueError as exc:
                 raise ConfigError(f"{w}: envs: {exc}") from None
-        if any(not 1 <= t <= 24 for t in s["tasklets"]):
-            raise ConfigError(f"{w}: tasklets must lie in [1, 24], got {s['tasklets']}")
         for m in s["tasklet_modes"]:
             if m not in TASKLET_MODES:
                 raise ConfigError(f"{w}: tasklet_modes: {m!r} is not one of "
@@ -238,18 +279,29 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         try:
             s["variants"] = expand_variants(sw.get("variants", "all"))
             for a in s["aggregators"]:
-                spec = parse_aggregate(a)
+                spec = parse_aggregate(a, "aggregators")
                 if spec.rounds > s["learner"]["epochs"]:
                     raise ValueError(f"aggregator {a} needs at least {spec.rounds} epochs")
             LearnerParams(**s["learner"])
         except ValueError as exc:
             raise ConfigError(f"{w}: {exc}") from None
         key = "transitions" if kind == "strong" else "transitions_per_dpu"
-        if not isinstance(sw[key], int) or isinstance(sw[key], bool) or sw[key] < 1:
-            raise ConfigError(f"{w}: `{key}` must be a positive integer, got {sw[key]!r}")
-        s[key] = sw[key]
-        if any(d < 1 for d in s["dpus"]):
-            raise ConfigError(f"{w}: DPU counts must be positive")
+        s[key] = ints(key, L.TRANSITIONS)[0] if not isinstance(sw[key], list) else None
+        if s[key] is None:
+            raise ConfigError(f"{w}: {key} = {_short(sw[key])}: expected {L.TRANSITIONS.describe()}")
+        # Each row's memory, before any row runs: its dataset (and copies), and the DPUs'
+        # Q-tables with the host's gathered copy.
+        for d in s["dpus"]:
+            n = s[key] if kind == "strong" else s[key] * d
+            if n > L.MAX_TRANSITIONS:
+                raise ConfigError(f"{w}: transitions_per_dpu {s[key]:,} x {d:,} DPUs = {n:,} "
+                                  f"transitions, more than the {L.show(L.MAX_TRANSITIONS)} allowed")
+            tables = max(S * A for S, A, *_ in shapes) * 4 * 2 * d
+            try:
+                L.check_memory(n * ROW_BYTES_PER_TRANSITION + tables,
+                               f"{w}: a row of {n:,} transitions on {d:,} DPUs")
+            except L.OutOfRange as exc:
+                raise ConfigError(str(exc)) from None
         for d in s["dpus"]:
             preset = hardware_for(study["hardware"], d)
             have = get_hardware(preset).n_dpus

@@ -276,9 +276,16 @@ def load_results(path, strict: bool = True):
                                  f"{' ...' if len(lacking) > 4 else ''}: not the results of this "
                                  f"pimrl scale (move the file away to start afresh)")
         good, bad = [], []
+        first_line = {}                        # row_key -> the line that has it
         for row in reader:
             line = reader.line_num
             problem = row_problem(row, len(header))
+            if problem is None:
+                key = row["row_key"]
+                if key in first_line:          # one row a run: a second copy is not a result
+                    problem = f"duplicate of line {first_line[key]} (row_key {key})"
+                else:
+                    first_line[key] = line
             if problem is None:
                 good.append(row)
             elif strict:
@@ -600,10 +607,12 @@ class DaskTasks:
             self._ctx.__exit__(*exc)
 
     def cancel(self):
-        """Cancel the tasks not yet collected (a sweep that stops early leaves none behind)."""
+        """Cancel the tasks not yet collected (a sweep that stops early leaves none behind);
+        bounded in time, so Ctrl-C stays prompt."""
+        from pimrl.cluster import cancel_futures
+
         try:
-            if self.futures:
-                self.client.cancel(list(self.futures))
+            cancel_futures(self.client, self.futures)
         finally:
             self.futures.clear()
 
@@ -718,7 +727,10 @@ def run_scale(config, out_dir, *, progress: bool = True, on_row=None,
     t_start = time.perf_counter()
     cfg = config if isinstance(config, StudyConfig) else load_config(config)
     if stop_after is None and os.environ.get("PIMRL_SCALE_STOP_AFTER"):
-        stop_after = int(os.environ["PIMRL_SCALE_STOP_AFTER"])
+        from pimrl.limits import INT64_MAX, parse_int
+
+        stop_after = parse_int(os.environ["PIMRL_SCALE_STOP_AFTER"], "PIMRL_SCALE_STOP_AFTER",
+                               1, INT64_MAX)
     ex = (make_executor(executor, workers, threads_per_worker) if isinstance(executor, str)
           else executor)
     runs = expand_runs(cfg)
@@ -779,9 +791,19 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
     if meta_path.exists():
         try:
             meta = json.loads(meta_path.read_text())
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidResults(f"{meta_path}: not valid JSON ({exc}); move it away to start "
                                  f"a new record") from None
+        if not isinstance(meta, dict) or not isinstance(meta.get("sessions", []), list):
+            raise InvalidResults(f"{meta_path}: not a pimrl scale record (an object with a list "
+                                 f"of sessions); move it away to start a new record")
+    # A session still "running" here ended without saying so (killed: we hold the lock, so
+    # no other process runs it): say so, rather than leave it running forever.
+    for old in meta.get("sessions", []):
+        if isinstance(old, dict) and old.get("status") == "running":
+            old["status"] = "killed"
+            old["note"] = ("ended without recording its end (killed, or the machine stopped); "
+                           "its finished rows are kept")
     session = {"started": _dt.datetime.now().isoformat(timespec="seconds"), "status": "running",
                "executor": ex.name}
     cluster = ex.describe()

@@ -81,23 +81,33 @@ class AggregateSpec:
         return f"sync:{self.rounds}" + (":weighted" if self.name == "weighted" else "")
 
 
-def parse_aggregate(spec: str) -> AggregateSpec:
-    """``mean`` | ``weighted`` | ``sync:R`` | ``sync:R:weighted`` | ``own:R`` (R >= 1 rounds;
-    ``own``: state-owned learning, :mod:`pimrl.swiftrl.owned`)."""
+def parse_aggregate(spec: str, name: str = "--aggregate") -> AggregateSpec:
+    """``mean`` | ``weighted`` | ``sync:R`` | ``sync:R:weighted`` | ``own:R`` (R in [1,
+    :data:`pimrl.limits.MAX_ROUNDS`] rounds; ``own``: state-owned learning,
+    :mod:`pimrl.swiftrl.owned`). Errors name ``name``, the option or key that gave ``spec``."""
+    from pimrl.limits import MAX_ROUNDS, integer
+
     def needs_visits(name):
         return bool(AGGREGATORS.entries[name].flags.get("needs_visits"))
 
+    if not isinstance(spec, str):
+        raise ValueError(f"{name} {spec!r}: must be a name such as mean or sync:4")
     if spec in AGGREGATORS:
         return AggregateSpec(spec, 1, needs_visits(spec))
     parts = spec.split(":")
-    if (len(parts) in (2, 3) and parts[0] == "sync" and parts[1].isdigit() and int(parts[1]) >= 1
-            and (len(parts) == 2 or parts[2] in AGGREGATORS)):
-        name = parts[2] if len(parts) == 3 else "mean"
-        return AggregateSpec(name, int(parts[1]), needs_visits(name))
-    if len(parts) == 2 and parts[0] == "own" and parts[1].isdigit() and int(parts[1]) >= 1:
-        return AggregateSpec("own", int(parts[1]), False)
+    if (len(parts) in (2, 3) and parts[0] == "sync" and (len(parts) == 2 or parts[2] in AGGREGATORS)) \
+            or (len(parts) == 2 and parts[0] == "own"):
+        # one round is one launch, and the host keeps a row per round: R is bounded
+        try:
+            rounds = integer(1, MAX_ROUNDS).parse(parts[1], f"{name} {spec}: rounds R")
+        except ValueError as exc:
+            raise ValueError(f"{exc} (as in sync:R, sync:R:weighted or own:R)") from None
+        if parts[0] == "own":
+            return AggregateSpec("own", rounds, False)
+        agg = parts[2] if len(parts) == 3 else "mean"
+        return AggregateSpec(agg, rounds, needs_visits(agg))
     names = ", ".join(AGGREGATORS)
-    raise ValueError(f"unknown aggregator {spec!r}; use {names}, sync:R, sync:R:weighted "
+    raise ValueError(f"{name}: unknown aggregator {spec!r}; use {names}, sync:R, sync:R:weighted "
                      f"(sync:R:NAME for any aggregator NAME) or own:R (R >= 1 rounds)")
 
 

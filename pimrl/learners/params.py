@@ -38,17 +38,22 @@ class LearnerParams:
 
         for axis in AXES:
             choose(axis.name, getattr(self, axis.name), axis.names)
-        if int(self.epochs) != self.epochs or self.epochs < 1:
-            raise ValueError(f"epochs must be a positive integer; got {self.epochs!r}")
+        from pimrl.limits import EPOCHS, SEED, STRIDE
+
+        def whole(value, rng, name):
+            """bounded (pimrl.limits): the kernels count in int64 words; 2.0 is 2"""
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            rng.parse(value, name)
+
+        whole(self.epochs, EPOCHS, "epochs")
         if not (0.0 < self.alpha <= 1.0):
             raise ValueError(f"alpha must lie in (0, 1]; got {self.alpha!r}")
         if not (0.0 <= self.gamma < 1.0):
             raise ValueError(f"gamma must lie in [0, 1); got {self.gamma!r}")
         epsilon_threshold(self.epsilon)  # range check
-        if int(self.stride) != self.stride or self.stride < 1:
-            raise ValueError(f"stride must be a positive integer; got {self.stride!r}")
-        if int(self.seed) != self.seed or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer; got {self.seed!r}")
+        whole(self.stride, STRIDE, "stride")
+        whole(self.seed, SEED, "seed")
         if not (1 <= self.frac_bits <= 30):
             raise ValueError(f"frac_bits must lie in [1, 30]; got {self.frac_bits!r}")
         if self.dtype == "int32":

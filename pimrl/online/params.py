@@ -44,8 +44,9 @@ class OnlineParams:
                                  f"the schedule only decays")
         if int(self.decay_steps) != self.decay_steps or not 0 <= self.decay_steps <= MAX_DECAY_STEPS:
             raise ValueError(f"decay_steps must be an integer in [0, 2^31 - 1]; got {self.decay_steps!r}")
-        if int(self.seed) != self.seed or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer; got {self.seed!r}")
+        from pimrl.limits import SEED
+
+        SEED.parse(self.seed, "seed")              # bounded: an int64 word on the DPUs
         if not (1 <= self.frac_bits <= 30):
             raise ValueError(f"frac_bits must lie in [1, 30]; got {self.frac_bits!r}")
 

@@ -49,6 +49,22 @@ def _lane_rng(params_per_dpu, tasklets):
                      for d in range(n)], dtype=np.uint32)
 
 
+def online_aggregate(aggregate: str, agents: str = "shared"):
+    """The :class:`~pimrl.learners.aggregate.AggregateSpec` of an online run, checked before
+    any work: shared agents take ``mean``, ``weighted``, ``sync:R`` or ``sync:R:weighted``;
+    independent agents are not aggregated and take none."""
+    spec = parse_aggregate(aggregate)
+    if agents == "independent" and aggregate != "mean":
+        raise ValueError(f"--agents independent: each DPU is its own agent and nothing is "
+                         f"aggregated; drop --aggregate {aggregate}")
+    if spec.name not in AGGREGATORS:
+        # own:R splits a dataset's states over the DPUs; online DPUs step whole environments
+        raise ValueError(f"--aggregate {aggregate}: state-owned learning partitions a dataset "
+                         f"by state (docs/state-owned.md); --online takes mean, weighted, "
+                         f"sync:R or sync:R:weighted")
+    return spec
+
+
 class OnlineTrainer:
     """Online learning on ``n_dpus`` simulated DPUs.
 
@@ -99,9 +115,10 @@ class OnlineTrainer:
         p0 = plist[0]
         if any((p.algo, p.dtype, p.frac_bits) != (p0.algo, p0.dtype, p0.frac_bits) for p in plist):
             raise ValueError("every DPU runs one kernel: algo, dtype and frac_bits must agree")
-        spec = parse_aggregate(self.aggregate)
-        if independent and spec.name != "mean":
-            raise ValueError("independent agents are not aggregated: drop --aggregate weighted")
+        spec = online_aggregate(self.aggregate, self.agents)
+        if int(steps) < spec.rounds:
+            raise ValueError(f"--aggregate {self.aggregate}: {spec.rounds} rounds need at least "
+                             f"as many steps per DPU; got --steps {steps}")
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
         if n > hw.n_dpus:
             raise ValueError(f"--dpus {n}: {hw.name} has {hw.n_dpus} functional DPUs")

@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pimrl.limits import MAX_DPUS, show
+
 KiB, MiB = 1024, 1024 * 1024
+
+#: Upper bounds of what-if numbers (``--hw``, profiles): far past any UPMEM system, short of
+#: sizes the simulator cannot hold (it keeps every DPU's WRAM and IRAM in host memory, and
+#: counts cycles in floats). Integers: per field, else ``MAX_INT``; numbers: ``MAX_NUMBER``.
+MAX_INT = 2**40
+MAX_FIELD = {"wram_bytes": 2**24, "iram_bytes": 2**24, "mram_bytes": 2**36, "max_tasklets": 1024}
+MAX_NUMBER = 1e12
 
 # Instructions per operation, derived from PrIM's arithmetic throughput at 350 MHz
 # (throughput = f / (instructions of the loop), the loop adding 5 instructions for 32-bit
@@ -102,18 +111,26 @@ class Hardware:
                     raise bad(f.name, "must be an integer")
                 if value < 0 or (value == 0 and f.name != "n_faulty_dpus"):
                     raise bad(f.name, "must be positive")
+                if value > MAX_FIELD.get(f.name, MAX_INT):
+                    raise bad(f.name, f"must be at most {show(MAX_FIELD.get(f.name, MAX_INT))}")
             else:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
                     raise bad(f.name, "must be a number")
                 if value < 0 or (value == 0 and not f.name.endswith("_latency_s")):
                     raise bad(f.name, "must be positive")
+                if value > MAX_NUMBER:
+                    raise bad(f.name, f"must be at most {MAX_NUMBER:g}")
         if list(self.xfer_sizes) != sorted(set(self.xfer_sizes)):
             raise bad("xfer_sizes", "must increase")
+        if self.n_ranks * self.dpus_per_rank > MAX_DPUS:
+            raise bad("n_ranks", f"x dpus_per_rank={self.dpus_per_rank} must be at most "
+                      f"{show(MAX_DPUS)} DPUs")
         if not self.n_faulty_dpus < self.n_ranks * self.dpus_per_rank:
             raise bad("n_faulty_dpus", f"leaves no functional DPU of {self.n_ranks * self.dpus_per_rank}")
         for op, cost_ in self.op_instructions.items():
-            if not isinstance(cost_, (int, float)) or not cost_ > 0:
-                raise ValueError(f"hardware {self.name}: op_{op}={cost_!r} must be a positive number")
+            if isinstance(cost_, bool) or not isinstance(cost_, (int, float)) or not 0 < cost_ <= MAX_NUMBER:
+                raise ValueError(f"hardware {self.name}: op_{op}={cost_!r} must be a positive number "
+                                 f"(at most {MAX_NUMBER:g})")
 
     @property
     def n_dpu_slots(self) -> int:
