@@ -25,3 +25,17 @@ def random_records(n, n_states, n_actions, seed=0, p_terminal=0.1, reward_range=
 @pytest.fixture
 def records_small():
     return random_records(1237, 11, 4, seed=7)
+
+
+def cli_parsers(parser=None, prefix="pimrl"):
+    """(command name, parser) of every ``pimrl`` command and sub-command."""
+    import argparse
+
+    from pimrl.cli import build_parser
+
+    parser = parser or build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{prefix} {name}", sub
+                yield from cli_parsers(sub, f"{prefix} {name}")

@@ -45,13 +45,7 @@ def _refused(capsys, argv, *needles, within_s: float = 30.0) -> str:
 
 
 # ----------------------------------------------------------------------------- the parser
-def _parsers(parser=None, prefix="pimrl"):
-    parser = parser or build_parser()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield f"{prefix} {name}", sub
-                yield from _parsers(sub, f"{prefix} {name}")
+from conftest import cli_parsers as _parsers  # noqa: E402  (every command's parser)
 
 
 def test_every_numeric_option_is_bounded():

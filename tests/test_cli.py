@@ -248,16 +248,7 @@ def test_outputs_honour_the_umask(tmp_path):
 
 
 # ------------------------------------------------------------------------- what is read
-def _parsers(parser=None, prefix="pimrl"):
-    """(command name, parser) of every command and sub-command."""
-    import argparse
-
-    parser = parser or build_parser()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield f"{prefix} {name}", sub
-                yield from _parsers(sub, f"{prefix} {name}")
+from conftest import cli_parsers as _parsers  # noqa: E402  (every command's parser)
 
 
 def test_every_command_has_a_description_and_shows_its_defaults():
