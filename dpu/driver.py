@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 

@@ -51,7 +51,9 @@ class GreedyPolicy:
             raise ValueError("the Q-table holds NaN or infinite values")
         q.flags.writeable = False
         self.q = q
-        self.greedy_action = np.argmax(q, axis=1).astype(np.int64)
+        from pimrl.envs.evaluation import greedy_policy
+
+        self.greedy_action = greedy_policy(q).astype(np.int64)   # the evaluation's rule
         self.greedy_action.flags.writeable = False
         self.env_id = env_id
         self.metadata = dict(metadata or {})

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pimrl.cli import build_parser, main
+from pimrl.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,6 @@ import ast
 import json
 from pathlib import Path
 
-import pytest
 
 import pimrl
 

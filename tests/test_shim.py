@@ -240,7 +240,6 @@ def test_headers_agree_with_python(shim, tmp_path):
     The kernel and host/app.c share kernels/swiftrl_common.h and kernels/swiftrl_arith.h,
     one copy of each (app.c keeps no stream or Q-format arithmetic of its own)."""
     from pimrl.learners import variants as P
-    from pimrl.pim import cost
     from pimrl.rlkernel import costs as kcost
     from pimrl.rlkernel import program as rlprogram
 

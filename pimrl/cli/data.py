@@ -113,7 +113,7 @@ def _import_minari(args) -> int:
     records, stats = import_minari(args.minari, env, seed=args.seed, return_stats=True)
     dt = time.perf_counter() - t0
     _err(f"imported {stats['n_steps']:,} transitions in {stats['n_episodes']:,} episodes of "
-         f"{stats['env_id']} from Minari dataset {args.minari} in {dt:.2f} s "
+         f"{stats['env_id']} from Minari dataset {args.minari} in {dt:.2f} s measured "
          f"({stats['n_terminated']:,} terminated, {stats['n_truncated']:,} truncated, "
          f"{stats['n_imputed']:,} next actions imputed)")
     from pimrl.envs import make

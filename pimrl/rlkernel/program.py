@@ -626,7 +626,6 @@ class RlProgram(DpuProgram):
         self.name = f"swiftrl-{algo}-{dtype}-{sampling}-t{tasklets}" + (
             "-owned" if self.variant.owned else "") + (
             f"-{tasklet_mode}" if tasklet_mode != "ring" else "")
-        nq = n_states * n_actions
         # State-owned SARSA holds its target policy's weights where visits would be (it
         # counts no visits): the host writes the rows of states own_lo, own_lo + 1, ...
         self.policy_weights = self.variant.owned and algo == "sarsa"
