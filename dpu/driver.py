@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import locale
 import math
 import numbers
 import operator
@@ -29,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
+from pimrl.io import atomic_write_bytes
 from pimrl.pim import errors as sim_errors
 from pimrl.pim import system
 from pimrl.shim import clock
@@ -435,7 +437,7 @@ class DpuSet:
             raise DpuError("asm_source: the pimrl simulator builds DPU programs from C only",
                            "DPU_ERR_ELF_INVALID_FILE")
         top = self._top_set or self
-        from pimrl.shim import programs
+        from pimrl.pim import programs
 
         path = data = None
         if c_source is not None:
@@ -489,9 +491,10 @@ class DpuSet:
                     text = src.read()
                     path = tmp / f"src{i}.c"
                     if isinstance(text, str):
-                        path.write_text(text, errors="surrogateescape")
-                    elif isinstance(text, (bytes, bytearray)):
-                        path.write_bytes(text)
+                        # as open(path, "w") would encode it: the locale's encoding
+                        text = text.encode(locale.getpreferredencoding(False), "surrogateescape")
+                    if isinstance(text, (bytes, bytearray)):
+                        atomic_write_bytes(path, bytes(text))
                     else:
                         raise DpuTypeError(f"c_source: read() of source {i} gave "
                                            f"{type(text).__name__}, not text",

@@ -25,7 +25,7 @@ ROOT = _INSTALLED if (_INSTALLED / "host").is_dir() else PACKAGE_PARENT
 INSTALLED = ROOT == _INSTALLED
 
 HOST = ROOT / "host"
-KERNELS = ROOT / "kernels"
+KERNEL_DIR = ROOT / "kernels"
 BIN = ROOT / "bin"
 #: What ``dpu-pkg-config --upmem-home`` prints: laid out as the SDK's ${UPMEM_HOME} (its
 #: commands run those of BIN; docs/real-hardware.md, "Building SDK projects").

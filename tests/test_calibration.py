@@ -14,6 +14,7 @@ from pimrl.pim.hardware import Hardware, get_hardware
 
 @pytest.fixture(scope="module")
 def calibration():
+    """The whole calibration (`pimrl calibrate --json`): the tests that take it are slow."""
     import contextlib
     import io
 
@@ -23,6 +24,7 @@ def calibration():
     return rc, json.loads(out.getvalue())
 
 
+@pytest.mark.slow
 def test_calibrate_json_every_certain_figure_within_ten_percent(calibration):
     rc, result = calibration
     targets = [r for r in result["rows"] if not r["uncertain"]]
@@ -34,6 +36,7 @@ def test_calibrate_json_every_certain_figure_within_ten_percent(calibration):
         assert r["basis"] in ("fitted", "predicted")
 
 
+@pytest.mark.slow
 def test_arithmetic_saturates_at_eleven_tasklets(calibration):
     _, result = calibration
     curves = result["curves"]["arithmetic_mops"]
@@ -44,12 +47,14 @@ def test_arithmetic_saturates_at_eleven_tasklets(calibration):
         assert np.all(np.diff(s[:11]) > 0), name
 
 
+@pytest.mark.slow
 def test_shape_checks_hold(calibration):
     _, result = calibration
     bad = [s for s in result["shapes"] if not s["ok"]]
     assert not bad, bad
 
 
+@pytest.mark.slow
 def test_transfer_curve_ordering_and_shape(calibration):
     _, result = calibration
     rd = result["curves"]["rank_vs_dpus"]["series"]

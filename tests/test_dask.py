@@ -13,6 +13,9 @@ import pytest
 from pimrl.cli import main
 from pimrl.experiments.runner import COLUMNS, DaskTasks, read_results, run_scale
 
+#: Worker processes and a 10,000-DPU simulation: left out of ``make test-fast``.
+pytestmark = pytest.mark.slow
+
 CONFIG = """
 [study]
 name = "dask"

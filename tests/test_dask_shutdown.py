@@ -30,6 +30,9 @@ psutil = pytest.importorskip("psutil")          # a dependency of distributed
 
 from pimrl.cluster import dask_client  # noqa: E402
 
+#: Clusters started and interrupted: left out of ``make test-fast``.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Ctrl-C to the "interrupted" line: pimrl's own shutdown (cancel, close, kill the workers).
@@ -234,7 +237,6 @@ def test_ctrl_c_while_the_workers_start(slow_config, tmp_path):
     _check_one_quiet_line(status, first_s, exit_s, after, run, procs, "workers starting")
 
 
-@pytest.mark.slow
 def test_ctrl_c_during_a_simulation_on_dask_workers(tmp_path):
     """pimrl train --executor dask: one simulated system spread over the workers."""
     run = _Run(["train", "--env", "Taxi-v3", "--transitions", "400000", "--backend", "pim",

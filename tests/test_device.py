@@ -16,43 +16,19 @@ import pytest
 
 from pimrl.cli import main
 from pimrl.data import generate_dataset
-from pimrl.dpurt import cc
 from pimrl.envs import make
 from pimrl.learners.params import LearnerParams
 from pimrl.pim.cost import CATEGORIES
 from pimrl.swiftrl.dpus import DeviceError
 from pimrl.swiftrl.trainer import PimTrainer
 
-REPO = Path(__file__).resolve().parent.parent
-STANDIN = Path(__file__).resolve().parent / "sdk_standin"
-needs_cc = pytest.mark.skipif(
-    not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
+from conftest import REPO, SDK_STANDIN as STANDIN
 
 ENV = make("FrozenLake-v1")
 RECORDS = generate_dataset(ENV, 3000, 4)
 
 
-@pytest.fixture
-def use_sdk_standin(monkeypatch):
-    """A function that makes the stand-in the ``dpu`` that ``import dpu`` gives (pimrl's is
-    put back after the test) and pimrl's DPU compiler the first on PATH; returns it."""
-    def use():
-        for name in [m for m in sys.modules if m == "dpu" or m.startswith("dpu.")]:
-            monkeypatch.delitem(sys.modules, name)
-        monkeypatch.setitem(sys.modules, "dpu.simulator", None)   # no extension to reach for
-        monkeypatch.syspath_prepend(str(STANDIN))
-        monkeypatch.setenv("PATH", f"{REPO / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
-        import dpu
-
-        assert Path(dpu.__file__).parent == STANDIN / "dpu" and not hasattr(dpu, "PIMRL_SIMULATOR")
-        dpu.CALLS.clear()
-        monkeypatch.setitem(sys.modules, "dpu", dpu)      # undone: pimrl's comes back
-        return dpu
-    return use
-
-
-@needs_cc
+@pytest.mark.needs_sdk_standin
 @pytest.mark.parametrize("aggregate,dtype", [("sync:2", "fp32"), ("weighted", "int32")])
 def test_upmem_trainer_matches_the_simulator_bit_for_bit(use_sdk_standin, aggregate, dtype):
     params = LearnerParams(dtype=dtype, sampling="ran", epochs=2, seed=3)
@@ -88,7 +64,7 @@ def test_upmem_trainer_matches_the_simulator_bit_for_bit(use_sdk_standin, aggreg
     assert sim.timings_.modelled_total_s > 0 and "modelled_s" in sim.rounds_[0]
 
 
-@needs_cc
+@pytest.mark.needs_sdk_standin
 def test_pimrl_train_device_upmem_through_the_sdk_package(tmp_path):
     """The command, in a process whose ``dpu`` is the stand-in (PYTHONPATH first, as the
     SDK's upmem_env.sh does), against the simulator's command: same table, measured times."""

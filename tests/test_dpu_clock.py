@@ -17,13 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SDK_STANDIN as STANDIN
 from pimrl.dpurt import cc
 
-pytestmark = pytest.mark.skipif(
-    not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
+pytestmark = pytest.mark.needs_c
 
-STANDIN = Path(__file__).resolve().parent / "sdk_standin"
 ITERATIONS = 20000
 
 KERNEL = r"""
@@ -162,6 +160,7 @@ def test_without_the_variable_python_hosts_read_the_wall_clock(kernel, clock):
     assert "pimrl modelled clock" not in err
 
 
+@pytest.mark.needs_sdk_standin
 def test_pimrl_timings_and_libraries_keep_the_real_clock(kernel):
     """The same launch, timed by the host script (modelled) and by pimrl's own DPU set around
     the same call (``measured_s``: wall); the standard library reads the real clock too."""

@@ -12,7 +12,7 @@ import pytest
 import dpu
 from dpu import DpuError, DpuSet, simulator
 from pimrl.pim import system
-from pimrl.shim.programs import DiagProgram, load_program
+from pimrl.pim.programs import DiagProgram, load_program
 
 PROFILE = "hardware=upmem-640"
 

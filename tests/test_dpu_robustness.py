@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_shim import DPURT, DPURT_OK, needs_cc, sh, shim  # noqa: F401  (session fixture)
+from conftest import C_REASON, HAVE_C
+from test_shim import sh, shim  # noqa: F401  (session fixture)
 
 import dpu
 from dpu import DpuError, DpuSet
@@ -34,7 +35,6 @@ from pimrl.pim import errors as sim_errors
 from pimrl.pim.errors import DpuErrorCode
 
 REPO = Path(__file__).resolve().parents[1]
-needs_dpurt = pytest.mark.skipif(not DPURT_OK, reason=DPURT or "no DPU runtime")
 
 SPIN_C = r"""
 #include <stdint.h>
@@ -86,8 +86,8 @@ int main(void)
 def programs(tmp_path_factory):
     """Built programs: spin (1 tasklet, `while (1)` in spin_forever), mutex (4 tasklets
     spinning on a mutex), ok (ends: out = arg + 1)."""
-    if not DPURT_OK:
-        pytest.skip(DPURT)
+    if not HAVE_C:
+        pytest.skip(C_REASON)
     from pimrl.dpurt.cc import build
 
     d = tmp_path_factory.mktemp("robust")
@@ -147,7 +147,7 @@ class _Lines:
 
 
 # ------------------------------------------------------------------------------ the time limit
-@needs_dpurt
+@pytest.mark.needs_c
 def test_a_kernel_that_never_ends_faults_at_the_time_limit_naming_tasklet_and_function(programs):
     with DpuSet(nr_dpus=3, binary=str(programs["spin"])) as dpus:
         start = time.monotonic()
@@ -170,7 +170,7 @@ def test_a_kernel_that_never_ends_faults_at_the_time_limit_naming_tasklet_and_fu
             dpus.exec()
 
 
-@needs_dpurt
+@pytest.mark.needs_c
 def test_the_limit_from_the_environment_and_pimrls_own_launches(programs, monkeypatch):
     from pimrl.dpurt.testing import DpuSim
 
@@ -280,8 +280,8 @@ def c_host(shim, tmp_path_factory):
     return exe, env
 
 
-@needs_cc
-@needs_dpurt
+@pytest.mark.needs_c_shim
+@pytest.mark.needs_c
 def test_a_c_host_gets_the_limit_from_the_environment_and_the_profile(c_host, programs):
     exe, env = c_host
     for extra, args in (({"PIMRL_DPU_TIMEOUT": "0.5"}, []), ({}, ["timeout=0.5"])):
@@ -315,7 +315,7 @@ with DpuSet(nr_dpus=4, binary=spin) as dpus:
 """
 
 
-@needs_dpurt
+@pytest.mark.needs_c
 def test_ctrl_c_stops_a_python_launch_within_a_second_and_leaves_the_set_usable(programs, tmp_path):
     script = tmp_path / "host.py"
     script.write_text(PY_HOST)
@@ -359,8 +359,8 @@ def _ctrl_c_c_host(exe, env, args, word):
         proc.kill()
 
 
-@needs_cc
-@needs_dpurt
+@pytest.mark.needs_c_shim
+@pytest.mark.needs_c
 def test_a_c_host_keeps_its_own_sigint_handling(c_host, programs):
     exe, env = c_host
     env = {**env, "PIMRL_DPU_TIMEOUT": "600"}
@@ -404,7 +404,7 @@ EXPECTED_WORDS = {"flipped": "damaged", "code": "damaged", "half": "truncated", 
                   "unsealed": "no checksum", "stale": "ABI 3", "empty": ""}
 
 
-@needs_dpurt
+@pytest.mark.needs_c
 def test_a_damaged_or_truncated_program_is_refused_at_load_naming_the_file(programs, tmp_path):
     from pimrl.dpurt.program import load_program
 
@@ -424,8 +424,8 @@ def test_a_damaged_or_truncated_program_is_refused_at_load_naming_the_file(progr
             assert err.value.code == DpuErrorCode.DPU_ERR_ELF_INVALID_FILE, name
 
 
-@needs_cc
-@needs_dpurt
+@pytest.mark.needs_c_shim
+@pytest.mark.needs_c
 def test_a_c_host_gets_elf_invalid_file_for_a_damaged_program(c_host, programs, tmp_path):
     exe, env = c_host
     code = int(DpuErrorCode.DPU_ERR_ELF_INVALID_FILE)
@@ -470,7 +470,7 @@ print(round(rss_mb() - start, 2))
 """
 
 
-@needs_dpurt
+@pytest.mark.needs_c
 def test_load_exec_free_cycles_keep_memory_flat(programs, tmp_path):
     script = tmp_path / "leak.py"
     script.write_text(LEAK_SCRIPT)
@@ -481,8 +481,8 @@ def test_load_exec_free_cycles_keep_memory_flat(programs, tmp_path):
     assert growth < 10, f"200 load/exec/free cycles grew RSS by {growth} MB"
 
 
-@needs_cc
-@needs_dpurt
+@pytest.mark.needs_c_shim
+@pytest.mark.needs_c
 def test_loading_from_memory_leaves_no_file_behind(c_host, programs, tmp_path, monkeypatch):
     exe, env = c_host
     tmp = tmp_path / "tmp"
@@ -499,7 +499,7 @@ def test_loading_from_memory_leaves_no_file_behind(c_host, programs, tmp_path, m
         assert sorted(p.name for p in tmp.rglob("*")) == []
 
 
-@needs_dpurt
+@pytest.mark.needs_c
 def test_the_builder_seals_programs_and_the_seal_survives_the_loader(programs):
     data = programs["ok"].read_bytes()
     assert unseal(data) == "ok" and data[-SEAL_BYTES:-32] == b"pimrl-dpu-sha256"

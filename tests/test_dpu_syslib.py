@@ -9,7 +9,6 @@ Build-time refusals (NR_TASKLETS, WRAM, atomic bits) run the same command line.
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +18,7 @@ from pimrl.dpurt import cc
 from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 
-pytestmark = pytest.mark.skipif(
-    not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
+pytestmark = pytest.mark.needs_c
 
 from pimrl.dpurt.testing import DpuSim  # noqa: E402
 

@@ -13,7 +13,6 @@
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +29,7 @@ from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE
 
-pytestmark = pytest.mark.skipif(
-    not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
+pytestmark = pytest.mark.needs_c
 
 from pimrl.rlkernel import cprogram as swiftrl  # noqa: E402
 from pimrl.dpurt.testing import DpuSim, dpu_sim  # noqa: E402,F401  (fixture)

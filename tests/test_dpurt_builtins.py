@@ -8,9 +8,7 @@
 - each one priced as one DPU instruction (the 8x8 multiplies as one operation ``mul8``);
 - the condition / jump forms and out-of-range shift immediates fail the build.
 """
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +16,7 @@ import pytest
 
 from pimrl.dpurt import cc
 
-pytestmark = pytest.mark.skipif(
-    not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
+pytestmark = pytest.mark.needs_c
 
 from pimrl.dpurt.instrument import block_cost  # noqa: E402
 from pimrl.dpurt.testing import dpu_sim  # noqa: E402,F401  (fixture)

@@ -2,19 +2,13 @@
 variables, its DMA (``mram_read``/``mram_write``) and the host's transfers see one set of
 bytes, whether the variables are copied in and out whole (small ones) or paged in on first
 touch (large ones, or any size with ``PIMRL_DPURT_MRAM_SWAP`` below it)."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
-from pimrl.dpurt import cc
+from pimrl.dpurt.testing import dpu_sim  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.skipif(
-    not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux; none found here")
-
-from pimrl.dpurt.testing import dpu_sim  # noqa: E402,F401  (fixture)
+pytestmark = pytest.mark.needs_c
 
 BIG_C = r"""
 #include <defs.h>

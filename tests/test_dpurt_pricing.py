@@ -7,10 +7,8 @@ multiply (``int32_mul``, 29 instructions), not a 64-bit one (``int64_mul``, 131)
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -197,9 +195,7 @@ N = 64
 MEM_IMULL = re.compile(r"^\s*imull\s+[^,]*\(%r\w+(,%r\w+)?(,\d)?\)\s*,\s*%(e\w\w|r\d+d)\s*$", re.M)
 
 
-@pytest.mark.skipif(not cc.have_compiler() or sys.platform != "linux"
-                    or os.uname().machine != "x86_64",
-                    reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux")
+@pytest.mark.needs_c
 def test_memory_operand_32_bit_multiply_priced_at_int32_cost(tmp_path):
     """A dot product of two int32 arrays: gcc -O2 folds one load into the multiply
     (``imull (%rax,%rsi), %edx``); each of the 64 multiplies costs int32_mul: raising

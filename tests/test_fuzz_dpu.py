@@ -14,13 +14,13 @@ from __future__ import annotations
 import io
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import HAVE_C
 from dpu import ALLOCATE_ALL, DpuError, DpuSet, DpuSymbol
 
 #: 128 DPUs at most, whatever nr_dpus asks (ALLOCATE_ALL included): memory stays bounded.
@@ -49,7 +49,7 @@ def _built_program():
     """A C program built once (None without a compiler): its path and bytes."""
     from pimrl.dpurt import cc
 
-    if not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64":
+    if not HAVE_C:
         return None
     import tempfile
 

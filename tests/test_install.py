@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HAVE_C
 from pimrl.shim.build import c_toolchain
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,7 +123,7 @@ def test_a_users_kernel_test_gets_dpu_sim_with_no_conftest(installed):
     """The pytest11 entry point registers the dpu_sim fixture on install: a user's test of
     their own kernel, in a folder with no conftest.py, uses it."""
     venv, elsewhere, env = installed
-    if cc_missing():
+    if not HAVE_C:
         pytest.skip("the DPU runtime needs a host C compiler on x86-64 Linux")
     proj = elsewhere / "my_kernel"
     proj.mkdir()
@@ -144,12 +145,6 @@ def test_a_users_kernel_test_gets_dpu_sim_with_no_conftest(installed):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 passed" in r.stdout
-
-
-def cc_missing() -> bool:
-    from pimrl.dpurt import cc
-
-    return not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64"
 
 
 def test_build_makes_an_sdist_and_a_wheel_without_metadata_warnings(tmp_path):

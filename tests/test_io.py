@@ -14,12 +14,14 @@ from pimrl.data import generate_dataset
 from pimrl.envs import make
 
 PKG = Path(pimrl.io.__file__).resolve().parent
+#: The packages whose writers are scanned: pimrl and the top-level ``dpu`` package.
+SCANNED = (PKG, PKG.parent / "dpu")
 
 #: Files that write without pimrl.io, and why.
 NOT_RESULTS = {
-    "io.py": "the writer itself",
-    "dpurt/cc.py": "build artefacts of the DPU compiler, in its private build folder",
-    "shim/build.py": "a self-test source in a temporary folder",
+    "pimrl/io.py": "the writer itself",
+    "pimrl/dpurt/cc.py": "build artefacts of the DPU compiler, in its private build folder",
+    "pimrl/shim/build.py": "a self-test source in a temporary folder",
 }
 
 
@@ -49,12 +51,13 @@ def _direct_writes(tree):
 
 def test_every_writer_uses_the_atomic_writer():
     found = []
-    for path in sorted(PKG.rglob("*.py")):
-        rel = path.relative_to(PKG).as_posix()
+    for path in sorted(p for root in SCANNED for p in root.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).as_posix()
         if rel in NOT_RESULTS:
             continue
         for line, what in _direct_writes(ast.parse(path.read_text())):
-            found.append(f"pimrl/{rel}:{line}: {what}")
+            found.append(f"{rel}:{line}: {what}")
+    assert len(SCANNED) == 2 and all((root / "__init__.py").is_file() for root in SCANNED)
     assert not found, "write through pimrl.io instead:\n" + "\n".join(found)
 
 

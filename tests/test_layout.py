@@ -177,17 +177,49 @@ def _cycles(edges: dict) -> list:
     return out
 
 
+#: The rooms that hold an application (its DPU programs, its host side, its learners) or
+#: drive one: the simulator's layers below them import none of them.
+APPLICATIONS = {"pimrl.swiftrl", "pimrl.rlkernel", "pimrl.online", "pimrl.learners",
+                "pimrl.baselines", "pimrl.experiments", "pimrl.calibration", "pimrl.cli",
+                "pimrl.envs", "pimrl.data"}
+#: The simulator's layers: the generic simulator (pimrl.pim), the DPU runtime (pimrl.dpurt),
+#: the C host shim (pimrl.shim) and the ``dpu`` package.
+SIMULATOR = ("pimrl.pim", "pimrl.dpurt", "pimrl.shim", "dpu")
+
+
 def test_no_import_cycle():
-    """The layers form a DAG: the generic simulator (pimrl.pim) and the DPU runtime
-    (pimrl.dpurt) know nothing of the RL applications (pimrl.swiftrl, pimrl.online) on top;
-    the ``dpu`` package and the C host shim load the SwiftRL DPU program (pimrl.rlkernel),
-    which knows nothing of its host side or of them."""
+    """The layers form a DAG over ``pimrl/`` and ``dpu/`` together: the simulator's layers
+    know nothing of the RL applications on top (``dpu_load`` finds an application's
+    built-in program by a dotted name, imported on its first load); the SwiftRL DPU program
+    (pimrl.rlkernel) knows nothing of its host side (pimrl.swiftrl), which reaches its DPUs
+    through the ``dpu`` package."""
     graph = _import_graph()
     assert "dpu" in graph and "pimrl.shim" in graph["dpu"]
     assert _cycles(graph) == []
-    for low in ("pimrl.pim", "pimrl.dpurt"):
-        assert not graph.get(low, set()) & {"pimrl.swiftrl", "pimrl.online", "pimrl.cli"}, low
+    for low in SIMULATOR:
+        assert not graph.get(low, set()) & APPLICATIONS, (low, graph[low] & APPLICATIONS)
     assert not graph.get("pimrl.rlkernel", set()) & {"dpu", "pimrl.shim", "pimrl.swiftrl"}
+    assert not graph.get("pimrl.online", set()) & {"pimrl.swiftrl", "pimrl.rlkernel"}
+
+
+def test_the_simulator_imports_no_application():
+    """``import dpu``, the C shim's runtime and the ``dpu_load`` resolver bring in no
+    application module (checked in a fresh interpreter); the dotted names the resolver holds
+    name functions that exist."""
+    import subprocess
+    import sys
+
+    from pimrl.pim import programs
+
+    code = ("import sys, dpu, pimrl.shim.runtime, pimrl.pim.programs; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('pimrl.'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=PKG.parent, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out and not [m for m in out if ".".join(m.split(".")[:2]) in APPLICATIONS], out
+    names = [f for f in [*programs.BUILTINS.values(), *programs.FILE_LOADERS,
+                         programs.DPURT_DATA_LOADER] if isinstance(f, str)]
+    assert len(names) >= 3
+    assert all(callable(programs.resolve(name)) for name in names)
 
 
 def test_the_cycle_finder_finds_cycles():

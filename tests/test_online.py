@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from pimrl.cli import main
-from pimrl.dpurt import cc
 from pimrl.envs import make
 from pimrl.envs.evaluation import evaluate_against_optimum
 from pimrl.learners.variants import ONLINE_VARIANTS, OnlineVariant, online_c_header
-from pimrl.online import kernels as ok
+from pimrl.online import kernels
 from pimrl.cli.online import parse_grid
 from pimrl.online.cpu import cpu_online
 from pimrl.online.envtable import TOP, dpu_env, stack_envs
@@ -23,9 +22,6 @@ from pimrl.online.trainer import OnlineTrainer
 from pimrl.pim.hardware import get_hardware
 from pimrl.online.program import online_layout
 from pimrl.rng import lane_seeds
-
-HAVE_C = cc.have_compiler() and sys.platform == "linux" and os.uname().machine == "x86_64"
-
 
 def _params(v, **kw):
     base = dict(alpha=0.3, gamma=0.9, epsilon=0.6, epsilon_end=0.1, decay_steps=150, seed=5)
@@ -60,10 +56,10 @@ def test_start_table_taxi_and_equal_shapes_required():
 
 
 def test_epsilon_decay_is_integer_linear():
-    assert ok.eps_at(1000, 100, 0, 50) == 1000           # constant
-    assert ok.eps_at(1000, 100, 10, 0) == 1000
-    assert ok.eps_at(1000, 100, 10, 5) == 100 + (900 * 5) // 10
-    assert ok.eps_at(1000, 100, 10, 10) == 100 and ok.eps_at(1000, 100, 10, 99) == 100
+    assert kernels.eps_at(1000, 100, 0, 50) == 1000           # constant
+    assert kernels.eps_at(1000, 100, 10, 0) == 1000
+    assert kernels.eps_at(1000, 100, 10, 5) == 100 + (900 * 5) // 10
+    assert kernels.eps_at(1000, 100, 10, 10) == 100 and kernels.eps_at(1000, 100, 10, 99) == 100
     with pytest.raises(ValueError, match="only decays"):
         OnlineParams(epsilon=0.1, epsilon_end=0.5, decay_steps=10)
 
@@ -74,13 +70,13 @@ def _loop_run(env_id, v, items=3, lanes=3, steps=(401, 250), threads=None):
     de = dpu_env(make(env_id))
     p = _params(v)
     tabs = stack_envs([de], p.dtype, p.frac_bits)
-    ls = ok.new_lanes(items, lanes)
+    ls = kernels.new_lanes(items, lanes)
     rng = lane_seeds(p.seed, np.arange(items * lanes)).reshape(items, lanes)
     q = np.zeros((items, de.n_states, de.n_actions), np.int32 if v.is_int else np.float32)
     counters = 0
     for k in steps:
         w = np.tile(p.words(de.max_episode_steps, de.n_start, k), (items, 1))
-        counters = counters + ok.run_items(v, tabs, np.zeros(items), w, ls, rng, q, threads=threads)
+        counters = counters + kernels.run_items(v, tabs, np.zeros(items), w, ls, rng, q, threads=threads)
     return de, p, q, rng, counters
 
 
@@ -115,7 +111,7 @@ def test_dpu_program_equals_reference(v, force_mram):
     for d in range(2):
         ref = ReferenceAgent(de, p, 3, range(3 * d, 3 * d + 3)).run(500)
         assert np.array_equal(ref.table().view(np.uint32), tr.raw_[d].view(np.uint32))
-    assert tr.env_steps_ == 1000 and tr.counters_[:, ok.OC["steps"]].tolist() == [500, 500]
+    assert tr.env_steps_ == 1000 and tr.counters_[:, kernels.OC["steps"]].tolist() == [500, 500]
 
 
 def test_mram_tables_cost_dma_not_results():
@@ -139,10 +135,10 @@ def test_256x256_lake_runs():
     env = make("FrozenLake-v1:size=256,seed=1")
     tr = OnlineTrainer(OnlineParams(epsilon=1.0), n_dpus=2, tasklets=4).fit(env, 2000)
     assert not tr.layout_.q_in_wram and tr.env_steps_ == 4000
-    assert tr.counters_[:, ok.OC["resets"]].sum() >= 8          # every lane started an episode
+    assert tr.counters_[:, kernels.OC["resets"]].sum() >= 8          # every lane started an episode
 
 
-@pytest.mark.skipif(not HAVE_C, reason="needs a host C compiler on x86-64 Linux")
+@pytest.mark.needs_c
 @pytest.mark.parametrize("env_id,force_mram", [("FrozenLake-v1", False), ("FrozenLake-v1", True),
                                                ("Taxi-v3", False)])
 @pytest.mark.parametrize("v", ONLINE_VARIANTS, ids=lambda v: v.name)
@@ -159,9 +155,9 @@ def test_c_kernel_equals_numba(env_id, force_mram, v):
 
 
 def test_online_header_is_current():
-    from pimrl.online.cprogram import KERNELS
+    from pimrl.resources import KERNEL_DIR
 
-    assert (KERNELS / "online_params.h").read_text() == online_c_header()
+    assert (KERNEL_DIR / "online_params.h").read_text() == online_c_header()
 
 
 # --- host loop, baselines, CLI --------------------------------------------------------------
@@ -285,21 +281,7 @@ def test_gpu_online_kernel_in_cuda_simulator():
     assert "GPU-ONLINE-SIM-OK 8" in out.stdout
 
 
-def _real_gpu() -> bool:
-    import subprocess
-    from pathlib import Path
-
-    if __import__("importlib").util.find_spec("numba_cuda") is None:
-        return False
-    if os.environ.get("NUMBA_ENABLE_CUDASIM"):
-        return False
-    out = subprocess.run([sys.executable, "-c", "from pimrl.baselines.gpu import gpu_status;"
-                          "print(gpu_status()[0])"], cwd=Path(__file__).parents[1],
-                         capture_output=True, text=True)
-    return out.stdout.strip() == "True"
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU here: checked in the CUDA simulator")
+@pytest.mark.needs_gpu
 def test_gpu_online_kernel_on_a_real_gpu():
     import subprocess
     from pathlib import Path
@@ -323,7 +305,7 @@ def test_suboptimal_states_counts_reachable_non_greedy_states():
     assert suboptimal_states(env, q, q_star) >= 1
 
 
-@pytest.mark.skipif(not HAVE_C, reason="needs a host C compiler on x86-64 Linux")
+@pytest.mark.needs_c
 @pytest.mark.parametrize("force_mram", [False, True])
 def test_counted_model_agrees_with_c_kernel_estimate(force_mram):
     # The DPU runtime prices the C kernel's basic blocks and DMA; the online cost model
@@ -341,19 +323,19 @@ def test_step_limit_truncates_episodes_known_answer():
     env = make("FrozenLake-v1:slippery=0,max_steps=5")
     tr = OnlineTrainer(OnlineParams(epsilon=0.0), n_dpus=1, tasklets=1).fit(env, 23)
     c = tr.counters_[0]
-    assert c[ok.OC["steps"]] == 23 and c[ok.OC["terminal_steps"]] == 0
-    assert c[ok.OC["episodes"]] == 4 and c[ok.OC["resets"]] == 5
-    assert c[ok.OC["rng_draws"]] == 23 and c[ok.OC["below_draws"]] == 0   # one epsilon draw a step
+    assert c[kernels.OC["steps"]] == 23 and c[kernels.OC["terminal_steps"]] == 0
+    assert c[kernels.OC["episodes"]] == 4 and c[kernels.OC["resets"]] == 5
+    assert c[kernels.OC["rng_draws"]] == 23 and c[kernels.OC["below_draws"]] == 0   # one epsilon draw a step
     # Terminal states (holes, the goal) end episodes; random moves find them.
     env = make("FrozenLake-v1:slippery=0")
     tr = OnlineTrainer(OnlineParams(epsilon=1.0, seed=3), n_dpus=1, tasklets=2).fit(env, 4000)
     c = tr.counters_[0]
-    assert c[ok.OC["terminal_steps"]] > 0
-    assert c[ok.OC["episodes"]] >= c[ok.OC["terminal_steps"]]
-    assert c[ok.OC["resets"]] - c[ok.OC["episodes"]] in (0, 1, 2)       # lanes mid-episode
+    assert c[kernels.OC["terminal_steps"]] > 0
+    assert c[kernels.OC["episodes"]] >= c[kernels.OC["terminal_steps"]]
+    assert c[kernels.OC["resets"]] - c[kernels.OC["episodes"]] in (0, 1, 2)       # lanes mid-episode
 
 
-@pytest.mark.skipif(not HAVE_C, reason="needs a host C compiler on x86-64 Linux")
+@pytest.mark.needs_c
 def test_c_kernel_independent_of_runtime_workers():
     from functools import partial
 

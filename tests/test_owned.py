@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from conftest import random_records
+from conftest import HAVE_C, random_records
 from pimrl.cli import main
 from pimrl.data import generate_dataset
 from pimrl.data.records import TRANSITION_DTYPE
@@ -304,16 +304,7 @@ def test_cli_reports_time_to_quality_and_runs_sarsa(capsys):
     assert len(run["rounds"]) == 4
 
 
-def _have_dpurt():
-    import os
-    import sys
-
-    from pimrl.dpurt import cc
-
-    return cc.have_compiler() and sys.platform == "linux" and os.uname().machine == "x86_64"
-
-
-@pytest.mark.skipif(not _have_dpurt(), reason="the DPU runtime needs gcc on x86-64 Linux")
+@pytest.mark.needs_c
 @pytest.mark.parametrize("dtype,sampling", [("fp32", "ran"), ("int32", "seq")])
 def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
     from pimrl.rlkernel import cprogram as swiftrl
@@ -333,7 +324,7 @@ def test_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling):
         assert np.array_equal(tr.counters_, numba_tr.counters_)    # the same counted work
 
 
-@pytest.mark.skipif(not _have_dpurt(), reason="the DPU runtime needs gcc on x86-64 Linux")
+@pytest.mark.needs_c
 @pytest.mark.parametrize("dtype,sampling,next_action", [("fp32", "ran", "epsilon-greedy"),
                                                         ("int32", "seq", "logged")])
 def test_sarsa_c_kernel_bit_exact_with_reference_any_workers(dtype, sampling, next_action):
@@ -422,7 +413,7 @@ def test_rows_mode_bit_exact_with_reference(algo, dtype, sampling, next_action):
         rec, S, A)
     assert np.array_equal(tr.dpu_tables_.view(np.uint32), raw_ref.view(np.uint32))
     assert np.array_equal(tr.q_, q_ref)
-    if _have_dpurt():
+    if HAVE_C:
         from pimrl.rlkernel import cprogram as swiftrl
 
         c_tr = PimTrainer(p, n_dpus=3, tasklets=4, aggregate="own:2", keep_dpu_tables=True,

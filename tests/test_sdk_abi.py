@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from test_shim import needs_cc, sh, shim  # noqa: F401  (the session fixture builds libdpu)
+import pytest
+
+from test_shim import sh, shim  # noqa: F401  (the session fixture builds libdpu)
 
 ABI = Path(__file__).resolve().parent / "sdk_abi"
 
@@ -34,7 +36,7 @@ def test_declaration_list_is_the_sdk_host_api():
         assert required in names
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_headers_declare_define_and_lay_out_the_sdk_abi(shim, tmp_path):  # noqa: F811
     _, env = shim
     table = tmp_path / "functions.c"
@@ -56,7 +58,7 @@ def test_headers_declare_define_and_lay_out_the_sdk_abi(shim, tmp_path):  # noqa
     assert f"{len(names) + 1} functions linked, OK" in r.stdout
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_a_conflicting_declaration_fails_the_check(shim, tmp_path):  # noqa: F811
     """The check can fail: the pre-2024 prototype of dpu_error_to_string no longer compiles."""
     _, env = shim
@@ -67,7 +69,7 @@ def test_a_conflicting_declaration_fails_the_check(shim, tmp_path):  # noqa: F81
     assert r.returncode != 0 and "conflicting types" in r.stderr
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_dpu_h_alone_brings_the_low_level_headers(shim, tmp_path):  # noqa: F811
     _, env = shim
     src = tmp_path / "only_dpu_h.c"

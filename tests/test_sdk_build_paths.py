@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import C_REASON, HAVE_C
 from pimrl import resources
-from pimrl.dpurt import cc
 from pimrl.shim import build as shim_build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,9 +32,6 @@ BIN = REPO / "bin"
 UPMEM = REPO / "host" / "upmem"
 PROJECT = REPO / "tests" / "outside" / "sdk_checksum"
 
-DPURT_OK = cc.have_compiler() and sys.platform == "linux" and os.uname().machine == "x86_64"
-needs_dpurt = pytest.mark.skipif(
-    not DPURT_OK, reason="the DPU runtime needs a host C compiler (gcc) on x86-64 Linux")
 TOOLCHAIN_OK, TOOLCHAIN = shim_build.c_toolchain()
 
 DPU_SRC = r"""
@@ -68,8 +65,8 @@ def shim_env():
     """An environment after ``eval "$(dpu-pkg-config --env)"`` (libdpu.so built)."""
     if not TOOLCHAIN_OK:
         pytest.skip(f"C path unavailable: {TOOLCHAIN}")
-    if not DPURT_OK:
-        pytest.skip("the DPU runtime needs a host C compiler (gcc) on x86-64 Linux")
+    if not HAVE_C:
+        pytest.skip(C_REASON)
     env = _env()
     r = _run(["sh", "-c", f'eval "$({BIN}/dpu-pkg-config --env)" && env'], env=env)
     return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
@@ -124,7 +121,7 @@ def test_installed_package_carries_the_tree(tmp_path):
     inc = _run([str(home / "bin" / "dpu-pkg-config"), "--variable=includedir", "dpu"],
                env=env, cwd=tmp_path)
     assert inc.stdout.strip() == str((site / "pimrl" / "_data" / "host" / "include").resolve())
-    if DPURT_OK:
+    if HAVE_C:
         src = tmp_path / "t.c"
         src.write_text(DPU_SRC)
         _run([str(home / "bin" / "dpu-clang"), "-DNR_TASKLETS=3", "-O2", "-o",
@@ -133,7 +130,7 @@ def test_installed_package_carries_the_tree(tmp_path):
 
 
 # ----------------------------------------------------------------------------- commands
-@needs_dpurt
+@pytest.mark.needs_c
 @pytest.mark.parametrize("cmd", [
     ["clang", "--target=dpu-upmem-dpurte"],
     ["clang", "-target", "dpu-upmem-dpurte"],
@@ -150,7 +147,7 @@ def test_dpu_compiler_commands_build_a_dpu_program(cmd, tmp_path):
     _check_dpu_program(prog)
 
 
-@needs_dpurt
+@pytest.mark.needs_c
 def test_clang_dpu_target_compiles_then_links(tmp_path):
     """``-c`` then a separate link, as CMake and Makefiles with object files do."""
     src = tmp_path / "t.c"
@@ -256,7 +253,7 @@ def test_makefile_project_with_dpu_clang_and_ldpu(shim_env, tmp_path):
     assert run.stdout.strip() == "2 DPUs, 8 tasklets: OK"
 
 
-@pytest.mark.skipif(not DPURT_OK, reason="the DPU runtime needs a host C compiler on x86-64 Linux")
+@pytest.mark.needs_c
 def test_the_compiler_takes_the_target_as_two_words_and_cmake_object_names(tmp_path):
     """``dpu-upmem-dpurte-clang -target dpu-upmem-dpurte`` (two words, as the SDK's clang
     takes it) and objects named ``.obj`` (CMake's names under a toolchain file)."""

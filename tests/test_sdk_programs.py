@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from test_shim import DPURT, DPURT_OK, needs_cc, sh, shim  # noqa: F401  (session fixture)
+from test_shim import sh, shim  # noqa: F401  (session fixture)
 
 PROGRAMS = Path(__file__).resolve().parent / "sdk_programs"
-needs_dpurt = pytest.mark.skipif(not DPURT_OK, reason=DPURT)
 
 # (DPU build line, host build line or None, run line): the lines of the README.
 CASES = {
@@ -41,8 +40,8 @@ def workdir(tmp_path):
     return work
 
 
-@needs_cc
-@needs_dpurt
+@pytest.mark.needs_c_shim
+@pytest.mark.needs_c
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_documented_program_builds_runs_and_checks_itself(name, shim, workdir):  # noqa: F811
     _, env = shim

@@ -17,29 +17,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import C_REASON, HAVE_C
 from pimrl.pim.errors import DpuErrorCode, DpuError
 from pimrl.shim import build as shim_build
-from pimrl.shim import programs
+from pimrl.pim import programs
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = REPO / "host"
-KERNELS = REPO / "kernels"
-COMMON_H = KERNELS / "swiftrl_common.h"
+KERNEL_DIR = REPO / "kernels"
+COMMON_H = KERNEL_DIR / "swiftrl_common.h"
 PKG_CONFIG = REPO / "bin" / "dpu-pkg-config"
 DPU_CC = REPO / "bin" / "dpu-upmem-dpurte-clang"
 TOOLCHAIN_OK, TOOLCHAIN = shim_build.c_toolchain()
-needs_cc = pytest.mark.skipif(not TOOLCHAIN_OK, reason=f"C path unavailable: {TOOLCHAIN}")
-
-
-def _dpurt_ok():
-    from pimrl.dpurt import cc
-
-    if not cc.have_compiler() or sys.platform != "linux" or os.uname().machine != "x86_64":
-        return False, "the DPU runtime needs a host C compiler (gcc) on x86-64 Linux"
-    return True, ""
-
-
-DPURT_OK, DPURT = _dpurt_ok()
 
 
 # ------------------------------------------------------------------------------ fixtures
@@ -101,19 +90,19 @@ def c_kernels(shim, kernel_dir):
     kernel_dir under kernels/Makefile's name, by kernels/Makefile (with pimrl's
     dpu-upmem-dpurte-clang; without make, by the same command). VISITS=0, as PimTrainer
     builds it for the mean and sync aggregators, so the modelled times agree too."""
-    if not DPURT_OK:
-        pytest.skip(DPURT)
+    if not HAVE_C:
+        pytest.skip(C_REASON)
     _, env = shim
 
     def build(states, actions, tasklets, variant):
         name = f"swiftrl-{variant}-s{states}-a{actions}-t{tasklets}"
         if shutil.which("make"):
-            r = sh(f"make -C {KERNELS} DPU_CC={DPU_CC} BUILDDIR={kernel_dir} VISITS=0 "
+            r = sh(f"make -C {KERNEL_DIR} DPU_CC={DPU_CC} BUILDDIR={kernel_dir} VISITS=0 "
                    f"STATES={states} ACTIONS={actions} TASKLETS={tasklets} VARIANT={variant}", env)
         else:
             algo, dtype, sampling = variant.split("-")
             codes = {"q": 0, "sarsa": 1, "fp32": 0, "int32": 1, "seq": 0, "str": 1, "ran": 2}
-            r = sh(f"cd {KERNELS} && {DPU_CC} -O2 -DNR_TASKLETS={tasklets} -DN_STATES={states} "
+            r = sh(f"cd {KERNEL_DIR} && {DPU_CC} -O2 -DNR_TASKLETS={tasklets} -DN_STATES={states} "
                    f"-DN_ACTIONS={actions} -DSWIFTRL_ALGO={codes[algo]} "
                    f"-DSWIFTRL_DTYPE={codes[dtype]} -DSWIFTRL_SAMPLING={codes[sampling]} "
                    f"-DBLOCK_BYTES=2048 -DCOUNT_VISITS=0 -o {kernel_dir / name} swiftrl.c", env)
@@ -219,7 +208,7 @@ def test_diag_program_on_the_simulator():
 
 
 # ------------------------------------------------------------------------------ dpu-pkg-config
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_dpu_pkg_config(shim):
     build, env = shim
     r = sh("dpu-pkg-config --cflags --libs dpu", env)
@@ -234,7 +223,7 @@ def test_dpu_pkg_config(shim):
     assert r.returncode == 1 and "nosuchpkg" in r.stderr
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_headers_agree_with_python(shim, tmp_path):
     """Error codes, the SwiftRL params layout, record and counters: C headers == Python.
     The kernel and host/app.c share kernels/swiftrl_common.h and kernels/swiftrl_arith.h,
@@ -318,7 +307,7 @@ def _app_variant(spec):
     return tasklets, f"{spec.get('algo', 'q')}-{spec.get('dtype', 'fp32')}-{spec.get('sampling', 'seq')}"
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 @pytest.mark.parametrize("kernel", ["c", "builtin"])
 @pytest.mark.parametrize("args,spec", APP_CASES, ids=[a for a, _ in APP_CASES])
 def test_app_end_to_end(app, shim, dataset, tmp_path, request, args, spec, kernel):
@@ -367,7 +356,7 @@ def test_app_end_to_end(app, shim, dataset, tmp_path, request, args, spec, kerne
 
 
 @pytest.mark.slow
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_app_kernel_by_path_checks(app, shim, dataset, c_kernels, kernel_dir):
     """A missing default kernel says how to build it; a kernel built for other tasklets or
     another table shape is refused before it runs; -b PATH loads any built file."""
@@ -386,7 +375,7 @@ def test_app_kernel_by_path_checks(app, shim, dataset, c_kernels, kernel_dir):
     assert r.returncode == 1 and "not the dataset's 16 x 4 entries" in r.stderr
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_app_source_builds_without_the_simulator_extension(tmp_path):
     """Without PIMRL_SIMULATOR (as with the real SDK; here -DPIMRL_SDK_API_ONLY) app.c uses
     nothing but dpu.h; pimrl's dpu.h defines PIMRL_SIMULATOR otherwise."""
@@ -404,7 +393,7 @@ def test_app_source_builds_without_the_simulator_extension(tmp_path):
         text=True).stdout
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_app_rejects_bad_input(app, shim, tmp_path, dataset):
     _, env = shim
     bad = tmp_path / "bad.ds"
@@ -418,7 +407,7 @@ def test_app_rejects_bad_input(app, shim, tmp_path, dataset):
 
 
 # ------------------------------------------------------------------------------ user programs
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_error_program_of_a_user(shim, tmp_path):
     _, env = shim
     exe = tmp_path / "errors"
@@ -437,7 +426,7 @@ def test_error_program_of_a_user(shim, tmp_path):
     assert "=== DPU#0x0 ===" in r.stdout and "diag: launch 2" in r.stdout   # dpu_log_read
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_dpu_assert_prints_file_line_and_message(shim, tmp_path):
     _, env = shim
     exe = tmp_path / "assert_demo"
@@ -451,7 +440,7 @@ def test_dpu_assert_prints_file_line_and_message(shim, tmp_path):
 
 # ------------------------------------------------------------------------------ fuzz + ASan
 @pytest.mark.slow
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_fuzz_under_address_sanitizer(shim, tmp_path_factory):
     """Random call sequences (fixed seeds) against an ASan build of the C layer, from an
     ASan-built program: no crash, no sanitizer report, every answer a dpu_error_t.
@@ -481,7 +470,7 @@ def test_fuzz_under_address_sanitizer(shim, tmp_path_factory):
         assert ", 0 failure(s)" in r.stdout
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_modelled_clock_gives_unmodified_host_programs_the_modelled_phase_times(shim, tmp_path):
     """PIMRL_MODELLED_CLOCK=1: the program's gettimeofday/clock_gettime advance by the
     modelled time of each simulator call instead of its wall time; both clocks at exit."""
@@ -508,7 +497,7 @@ def test_modelled_clock_gives_unmodified_host_programs_the_modelled_phase_times(
     assert plain.returncode == 0 and "pimrl modelled clock" not in plain.stderr
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_modelled_clock_chosen_at_build_with_dpu_pkg_config(shim, tmp_path):
     """`dpu-pkg-config --cflags --libs --modelled-clock dpu`: the program runs on the
     modelled clock without the environment variable (PIMRL_MODELLED_CLOCK=0 turns it off)."""

@@ -2,7 +2,9 @@
 the same places, and the same modelled costs are booked in the same order, bit for bit."""
 from __future__ import annotations
 
-from test_shim import cc_user, needs_cc, sh, shim  # noqa: F401  (session fixture)
+import pytest
+
+from test_shim import cc_user, sh, shim  # noqa: F401  (session fixture)
 
 PROGRAM = r'''
 #include <dpu.h>
@@ -53,7 +55,7 @@ int main(void) {
 '''
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_fast_path_books_what_the_python_path_books(shim, tmp_path):  # noqa: F811
     _, env = shim
     src = tmp_path / "paths.c"
@@ -111,7 +113,7 @@ int main(void) {
 '''
 
 
-@needs_cc
+@pytest.mark.needs_c_shim
 def test_host_threads_may_call_concurrently(shim, tmp_path):  # noqa: F811
     """Four host threads, one DPU each: transfers (C fast path) interleaved with launches
     (Python) never see another thread's bytes or a stale memory."""

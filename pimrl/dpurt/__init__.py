@@ -4,6 +4,8 @@
 - :func:`load_program`: the simulator program (:class:`DpuRtProgram`) for a built file,
   loadable on a ``pimrl.pim.system.dpu_alloc`` set like any ``DpuProgram``;
 - :mod:`pimrl.dpurt.testing`: a small API and pytest fixture to unit-test kernels;
+- :mod:`pimrl.dpurt.cache`: the build cache of pimrl's own kernels (``kernels/*.c``),
+  keyed by every source linked into a program;
 - :mod:`pimrl.rlkernel.cprogram`: the twelve SwiftRL kernels of ``kernels/`` built and loaded.
 """
 from __future__ import annotations

@@ -283,6 +283,10 @@ class DpuRtProgram(DpuProgram):
         self.data = bytes(data)
         self.digest = hashlib.sha256(self.data).hexdigest()
         elf = self._checked_elf(self.data)
+        # What a sealed file that is not a pimrl DPU program (or a hand-made one) gives _read:
+        # sections cut short or out of place (ElfError, IndexError), info that is not pimrl's
+        # JSON (ValueError, UnicodeError), a field missing or of another type (KeyError,
+        # TypeError). Anything else is a bug of pimrl's and is not hidden.
         try:
             self._read(elf, hardware)
         except (ElfError, ValueError, KeyError, TypeError, IndexError, UnicodeError) as exc:
@@ -649,7 +653,7 @@ def load_program(path, hardware=None, workers: int | None = None) -> DpuRtProgra
 
 
 def file_loader(path, hardware):
-    """Hook for ``pimrl.shim.programs.FILE_LOADERS``: a DpuRtProgram, or None if the file is
+    """Hook for ``pimrl.pim.programs.FILE_LOADERS``: a DpuRtProgram, or None if the file is
     not a pimrl DPU program (a damaged or truncated ELF file raises ELF_INVALID_FILE)."""
     data = Path(path).read_bytes()
     return data_loader(data, hardware, str(path))

@@ -10,39 +10,30 @@ DPU runtime's own cycle estimate as the launch time, and the counted model's in
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 
-from pimrl.dpurt import cc
+from pimrl.dpurt.cache import cached_build
 from pimrl.dpurt.program import DpuRtProgram
-from pimrl.rlkernel.cprogram import build_dir
 from pimrl.io import atomic_write_text
 from pimrl.learners.variants import HEADER, ONLINE_COUNTERS, ONLINE_HEADER, OnlineVariant, online_c_header
 from pimrl.online.program import online_instruction_costs, online_kernel_cycles, online_layout
 from pimrl.pim.system import LaunchResult
+from pimrl.resources import KERNEL_DIR
 
-KERNELS = cc.REPO / "kernels"
-SOURCE = KERNELS / "online.c"
+SOURCE = KERNEL_DIR / "online.c"
+#: The headers online.c includes from kernels/ (its build key covers them).
+DEPENDS = (KERNEL_DIR / ONLINE_HEADER, KERNEL_DIR / HEADER, KERNEL_DIR / "swiftrl_arith.h")
 
 
 def header_is_current() -> bool:
-    path = KERNELS / ONLINE_HEADER
+    path = KERNEL_DIR / ONLINE_HEADER
     return path.exists() and path.read_text() == online_c_header()
 
 
 def write_header() -> Path:
-    return atomic_write_text(KERNELS / ONLINE_HEADER, online_c_header())
-
-
-def _sources_key() -> str:
-    h = hashlib.sha256()
-    for p in (SOURCE, KERNELS / ONLINE_HEADER, KERNELS / HEADER, KERNELS / "swiftrl_arith.h", cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
-              Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
-              *sorted(cc.INCLUDE.glob("*.h"))):
-        h.update(p.read_bytes())
-    return h.hexdigest()[:12]
+    return atomic_write_text(KERNEL_DIR / ONLINE_HEADER, online_c_header())
 
 
 def online_defines(variant: OnlineVariant, layout) -> dict:
@@ -60,19 +51,13 @@ def online_defines(variant: OnlineVariant, layout) -> dict:
 def build_online_kernel(variant: OnlineVariant, layout, opt="-O2") -> Path:
     """Build (once; cached) the online kernel for ``layout``; returns the program file."""
     if not header_is_current():
-        raise RuntimeError(f"{KERNELS / ONLINE_HEADER} does not match pimrl.learners.variants: "
+        raise RuntimeError(f"{KERNEL_DIR / ONLINE_HEADER} does not match pimrl.learners.variants: "
                            f"run python -m pimrl.online.cprogram --write-header")
     defs = online_defines(variant, layout)
     tag = "-".join(f"{k.lower()}{v}" for k, v in sorted(defs.items()))
     name = (f"{variant.name}-t{layout.tasklets}-{hashlib.sha256(tag.encode()).hexdigest()[:10]}"
-            f"{opt.replace('-', '')}-{_sources_key()}")
-    out = build_dir() / name
-    if not out.exists():
-        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        cc.build([SOURCE], tmp, nr_tasklets=layout.tasklets, defines=defs, opt=opt,
-                 include_dirs=[KERNELS])
-        os.replace(tmp, out)
-    return out
+            f"{opt.replace('-', '')}")
+    return cached_build(name, SOURCE, DEPENDS, nr_tasklets=layout.tasklets, defines=defs, opt=opt)
 
 
 class OnlineCProgram(DpuRtProgram):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pimrl.learners.variants import OP_STEPS
-from pimrl.online import kernels as ok
+from pimrl.online import kernels
 from pimrl.online.envtable import dpu_env, stack_envs
 from pimrl.online.params import OnlineParams
 from pimrl.parallel import threads as default_threads
@@ -48,11 +48,11 @@ def cpu_online(env, params: OnlineParams, n_items: int, tasklets: int, steps: in
     if warmup:                     # compile (or load from numba's cache) outside the timing
         w1 = words[:1].copy()
         w1[:, OP_STEPS] = 1
-        ok.run_items(variant, tables, env_of[:1], w1, ok.new_lanes(1, tasklets),
+        kernels.run_items(variant, tables, env_of[:1], w1, kernels.new_lanes(1, tasklets),
                      lane_seeds(0, np.arange(tasklets)).reshape(1, -1),
                      np.zeros((1, de.n_states, de.n_actions), raw_dtype),
                      np.zeros((1, de.n_states, de.n_actions), np.uint32) if spec.needs_visits else None)
-    lanes = ok.new_lanes(n_items, tasklets)
+    lanes = kernels.new_lanes(n_items, tasklets)
     rng = lane_seeds(params.seed, np.arange(n_items * tasklets)).reshape(n_items, tasklets)
     q = np.zeros((n_items, de.n_states, de.n_actions), dtype=raw_dtype)
     visits = np.zeros_like(q, dtype=np.uint32) if spec.needs_visits else None
@@ -64,9 +64,9 @@ def cpu_online(env, params: OnlineParams, n_items: int, tasklets: int, steps: in
     for r, k in enumerate(round_steps):
         words[:, OP_STEPS] = k
         t0 = time.perf_counter()
-        c = ok.run_items(variant, tables, env_of, words, lanes, rng, q, visits, threads)
+        c = kernels.run_items(variant, tables, env_of, words, lanes, rng, q, visits, threads)
         train_s += time.perf_counter() - t0
-        n_steps += int(c[:, ok.OC_STEPS].sum())
+        n_steps += int(c[:, kernels.OC_STEPS].sum())
         t0 = time.perf_counter()
         v = None
         if visits is not None:

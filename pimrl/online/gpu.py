@@ -18,7 +18,7 @@ from pimrl.baselines.gpu import (
     device_primitives, gpu_status, numba_cuda_installed, simulator_enabled,
 )
 from pimrl.learners.variants import ALGO, DTYPE, ONLINE_COUNTERS, OP_STEPS
-from pimrl.online import kernels as ok
+from pimrl.online import kernels
 from pimrl.online.envtable import dpu_env, stack_envs
 from pimrl.online.params import OnlineParams
 from pimrl.partition import even_bounds
@@ -45,10 +45,10 @@ def _build():
     @cuda.jit(device=True)
     def sat(x, c, p):
         if x > INT32_MAX:
-            c[p, ok.OC_SAT] += 1
+            c[p, kernels.OC_SAT] += 1
             return INT32_MAX
         if x < INT32_MIN:
-            c[p, ok.OC_SAT] += 1
+            c[p, kernels.OC_SAT] += 1
             return INT32_MIN
         return x
 
@@ -90,11 +90,11 @@ def _build():
         if uint64(x) < uint64(thr):
             x = xs(x)
             rng[p, t] = x
-            c[p, ok.OC_RNG] += 2
-            c[p, ok.OC_BELOW] += 1
+            c[p, kernels.OC_RNG] += 2
+            c[p, kernels.OC_BELOW] += 1
             return below(x, n_actions)
-        c[p, ok.OC_RNG] += 1
-        c[p, ok.OC_ROWS] += 1
+        c[p, kernels.OC_RNG] += 1
+        c[p, kernels.OC_ROWS] += 1
         return greedy(qf, qx, is_int, p, s, n_actions)
 
     @cuda.jit
@@ -127,17 +127,17 @@ def _build():
                     if m_start > 1:
                         x = xs(rng[p, t])
                         rng[p, t] = x
-                        counters[p, ok.OC_RNG] += 1
+                        counters[p, kernels.OC_RNG] += 1
                         m = m_start - 1
                         for j in range(m_start - 1):
                             if uint64(x) < uint64(sthr[j]):
                                 m = j
                                 break
-                        counters[p, ok.OC_START_SCANS] += m + 1 if m < m_start - 1 else m_start - 1
+                        counters[p, kernels.OC_START_SCANS] += m + 1 if m < m_start - 1 else m_start - 1
                     s = sstate[m]
                     lanes[p, t, 1] = 0
                     lanes[p, t, 2] = -1
-                    counters[p, ok.OC_RESETS] += 1
+                    counters[p, kernels.OC_RESETS] += 1
                 n = lanes[p, t, 3]
                 if lanes[p, t, 2] >= 0:
                     a = lanes[p, t, 2]
@@ -147,13 +147,13 @@ def _build():
                 if K > 1:
                     x = xs(rng[p, t])
                     rng[p, t] = x
-                    counters[p, ok.OC_RNG] += 1
+                    counters[p, kernels.OC_RNG] += 1
                     k = K - 1
                     for j in range(K - 1):
                         if uint64(x) < uint64(thr[s, a, j]):
                             k = j
                             break
-                    counters[p, ok.OC_OUTCOME_SCANS] += k + 1 if k < K - 1 else K - 1
+                    counters[p, kernels.OC_OUTCOME_SCANS] += k + 1 if k < K - 1 else K - 1
                 s2 = nxt[s, a, k]
                 d = term[s, a, k] != 0
                 n += 1
@@ -161,10 +161,10 @@ def _build():
                 b = 0
                 if not is_q and not d:
                     b = eps_greedy(qf, qx, is_int, p, t, s2, eps_at(w, n), rng, counters, n_actions)
-                    counters[p, ok.OC_ENTRIES] += 1
+                    counters[p, kernels.OC_ENTRIES] += 1
                 if is_q and not d:
                     b = greedy(qf, qx, is_int, p, s2, n_actions)
-                    counters[p, ok.OC_ROWS] += 1
+                    counters[p, kernels.OC_ROWS] += 1
                 if is_int:
                     r = int64(rew_x[s, a, k])
                     target = r
@@ -181,13 +181,13 @@ def _build():
                     qf[p, s, a] = fadd(cur, fmul(alpha_f, fsub(target, cur)))
                 if visits.shape[0] > 1 or visits.shape[1] > 1:
                     visits[p, s, a] += 1
-                counters[p, ok.OC_STEPS] += 1
+                counters[p, kernels.OC_STEPS] += 1
                 if d:
-                    counters[p, ok.OC_TERMINAL] += 1
+                    counters[p, kernels.OC_TERMINAL] += 1
                 if d or ep >= max_steps:
                     lanes[p, t, 0] = -1
                     lanes[p, t, 2] = -1
-                    counters[p, ok.OC_EPISODES] += 1
+                    counters[p, kernels.OC_EPISODES] += 1
                 else:
                     lanes[p, t, 0] = s2
                     lanes[p, t, 2] = -1 if is_q else b
@@ -228,7 +228,7 @@ def gpu_online(env, params: OnlineParams, n_items: int, tasklets: int, steps: in
     rew_x = tabs["reward"][0] if is_int else np.zeros((1, 1, 1), np.int32)
     words = np.tile(params.words(de.max_episode_steps, de.n_start), (n_items, 1))
     fparams = np.tile(np.array([params.alpha, params.gamma], np.float32), (n_items, 1))
-    lanes = ok.new_lanes(n_items, tasklets)
+    lanes = kernels.new_lanes(n_items, tasklets)
     rng = lane_seeds(params.seed, np.arange(n_items * tasklets)).reshape(n_items, tasklets)
     qf = np.zeros((n_items, S, A) if not is_int else (1, 1, 1), np.float32)
     qx = np.zeros((n_items, S, A) if is_int else (1, 1, 1), np.int32)
@@ -272,7 +272,7 @@ def gpu_online(env, params: OnlineParams, n_items: int, tasklets: int, steps: in
                 float_to_raw(agg, params.dtype, params.frac_bits), raw.shape))
             d["qx" if is_int else "qf"] = cuda.to_device(back)
     return GpuOnlineResult(agg, raw, total, measurable, device,
-                           kernel_s if measurable else float("nan"), int(total[:, ok.OC_STEPS].sum()))
+                           kernel_s if measurable else float("nan"), int(total[:, kernels.OC_STEPS].sum()))
 
 
 __all__ = ["gpu_online", "GpuOnlineResult"]

@@ -29,13 +29,12 @@ from pimrl.learners.variants import (
     ONLINE_PARAMS_WORDS, OP_ALGO, OP_DTYPE, OP_EPS_DECAY, OP_EPS_END, OP_EPS_START, OP_FRAC,
     OP_MAX_STEPS, OP_N_START, OP_STEPS, OnlineVariant,
 )
-from pimrl.online import kernels as ok
+from pimrl.online import kernels
 from pimrl.online.envtable import OUTCOME_BYTES, OUTCOME_DTYPE, START_BYTES, START_DTYPE
 from pimrl.pim import cost
-from pimrl.rlkernel import costs as kcost
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 
-N_COUNTERS = len(ok.ONLINE_COUNTERS)
+N_COUNTERS = len(kernels.ONLINE_COUNTERS)
 
 
 def _align8(n: int) -> int:
@@ -89,7 +88,7 @@ def online_layout(n_states, n_actions, n_outcomes, n_start, tasklets, hardware,
     buf = max(_align8(n_outcomes * OUTCOME_BYTES), _align8(4 * n_actions), 8)
     reserve = tasklets * (hardware.stack_bytes_per_tasklet + buf)
     fixed = [("params", 8 * ONLINE_PARAMS_WORDS), ("rng_state", 4 * tasklets),
-             ("lanes", 8 * ok.LANE_WORDS * tasklets), ("stats", 8 * N_COUNTERS),
+             ("lanes", 8 * kernels.LANE_WORDS * tasklets), ("stats", 8 * N_COUNTERS),
              ("start_table", START_BYTES * n_start)]
     wram, addr = {}, 0
     for name, size in fixed:
@@ -165,7 +164,7 @@ def online_dma(counters: np.ndarray, layout: OnlineLayout) -> tuple:
     """(reads, read bytes, writes, write bytes) per DPU of the MRAM transfers the counted
     work implies under ``layout``."""
     c = np.asarray(counters, dtype=np.float64)
-    steps = c[:, ok.OC_STEPS]
+    steps = c[:, kernels.OC_STEPS]
     reads = np.zeros(len(c))
     rbytes = np.zeros(len(c))
     writes = np.zeros(len(c))
@@ -174,8 +173,8 @@ def online_dma(counters: np.ndarray, layout: OnlineLayout) -> tuple:
         reads += steps
         rbytes += steps * _align8(layout.n_outcomes * OUTCOME_BYTES)
     if not layout.q_in_wram:                       # rows, entries, and the update's 8 bytes
-        rows = c[:, ok.OC_ROWS]
-        ent = c[:, ok.OC_ENTRIES]
+        rows = c[:, kernels.OC_ROWS]
+        ent = c[:, kernels.OC_ENTRIES]
         reads += rows + ent + steps
         rbytes += rows * layout.row_bytes + (ent + steps) * 8
         writes += steps
@@ -192,22 +191,22 @@ def online_kernel_cycles(hw, counters: np.ndarray, costs: dict, layout: OnlineLa
     """Modelled cycles per DPU of one online launch from its counters, for one tasklet at a
     time: the online kernel's steps take turns through a handshake token ring (the order of
     docs/design.md), so the pipeline and the DMA engine serve one tasklet at a time, and each
-    step with more than one tasklet pays the token's pass (``kcost.TOKEN_PASS``), as the
-    SwiftRL kernel's updates do (:func:`pimrl.pim.kcost.kernel_cycles`)."""
+    step with more than one tasklet pays the token's pass (:data:`pimrl.pim.cost.TOKEN_PASS`),
+    as the SwiftRL kernel's updates do (:func:`pimrl.rlkernel.costs.kernel_cycles`)."""
     c = np.asarray(counters, dtype=np.float64)
     reads, rbytes, writes, wbytes = online_dma(counters, layout)
-    steps = c[:, ok.OC_STEPS]
+    steps = c[:, kernels.OC_STEPS]
     instr = (steps * costs["steps"]
-             + (steps - c[:, ok.OC_TERMINAL]) * costs["non_terminal"]
-             + c[:, ok.OC_ROWS] * costs["row_entries"]
-             + c[:, ok.OC_ENTRIES] * costs["entry_reads"]
-             + (c[:, ok.OC_START_SCANS] + c[:, ok.OC_OUTCOME_SCANS]) * costs["scans"]
-             + c[:, ok.OC_RESETS] * costs["resets"]
-             + c[:, ok.OC_RNG] * costs["rng_draws"]
-             + c[:, ok.OC_BELOW] * costs["below_draws"]
+             + (steps - c[:, kernels.OC_TERMINAL]) * costs["non_terminal"]
+             + c[:, kernels.OC_ROWS] * costs["row_entries"]
+             + c[:, kernels.OC_ENTRIES] * costs["entry_reads"]
+             + (c[:, kernels.OC_START_SCANS] + c[:, kernels.OC_OUTCOME_SCANS]) * costs["scans"]
+             + c[:, kernels.OC_RESETS] * costs["resets"]
+             + c[:, kernels.OC_RNG] * costs["rng_draws"]
+             + c[:, kernels.OC_BELOW] * costs["below_draws"]
              + reads * costs["dma_reads"] + writes * costs["dma_writes"])
     if layout.tasklets > 1:
-        instr = instr + steps * kcost.TOKEN_PASS
+        instr = instr + steps * cost.TOKEN_PASS
     dma = reads * hw.dma_alpha_read + writes * hw.dma_alpha_write + (rbytes + wbytes) * hw.dma_beta
     return cost.dpu_cycles(hw, instr, dma, 1)
 
@@ -311,8 +310,8 @@ class OnlineProgram(DpuProgram):
             visits = np.zeros((0, 1, 1), dtype=np.uint32)
         ro, lo_ = L.wram["rng_state"][0], L.wram["lanes"][0]
         rng = alloc.wram[slots, ro:ro + 4 * T].copy().view(np.uint32)
-        lanes = alloc.wram[slots, lo_:lo_ + 8 * ok.LANE_WORDS * T].copy().view(np.int64).reshape(
-            len(slots), T, ok.LANE_WORDS)
+        lanes = alloc.wram[slots, lo_:lo_ + 8 * kernels.LANE_WORDS * T].copy().view(np.int64).reshape(
+            len(slots), T, kernels.LANE_WORDS)
         counters = np.zeros((len(slots), N_COUNTERS), dtype=np.int64)
         if len(run):
             reward = env["reward"].view(np.int32) if self.variant.is_int else env["reward"]
@@ -324,7 +323,7 @@ class OnlineProgram(DpuProgram):
             sub_visits = visits if not L.count_visits else sub(visits)
             q_r, lanes_r, rng_r = sub(q), sub(lanes), sub(rng)
             tables_r = {k: sub(v) for k, v in tables.items()}
-            counters[run] = ok.run_items(self.variant, tables_r, np.arange(len(run)), sub(params),
+            counters[run] = kernels.run_items(self.variant, tables_r, np.arange(len(run)), sub(params),
                                          lanes_r, rng_r, q_r, sub_visits)
             if len(run) != len(slots):
                 q[run], lanes[run], rng[run] = q_r, lanes_r, rng_r
@@ -340,7 +339,7 @@ class OnlineProgram(DpuProgram):
         if L.count_visits:
             self._store(alloc, slots, "visits", L.visits_mram, visits)
         alloc.wram[slots, ro:ro + 4 * T] = rng.view(np.uint8).reshape(len(slots), -1)
-        alloc.wram[slots, lo_:lo_ + 8 * ok.LANE_WORDS * T] = lanes.view(np.uint8).reshape(len(slots), -1)
+        alloc.wram[slots, lo_:lo_ + 8 * kernels.LANE_WORDS * T] = lanes.view(np.uint8).reshape(len(slots), -1)
         so = L.wram["stats"][0]
         alloc.wram[slots, so:so + 8 * N_COUNTERS] = counters.view(np.uint8).reshape(len(slots), -1)
         cycles = online_kernel_cycles(alloc.hw, counters, self.costs(alloc.hw), L)

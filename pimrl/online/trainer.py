@@ -16,7 +16,7 @@ import numpy as np
 
 from pimrl.envs.core import TabularEnv
 from pimrl.learners.variants import OP_STEPS
-from pimrl.online import kernels as ok
+from pimrl.online import kernels
 from pimrl.online.envtable import dpu_env
 from pimrl.online.params import OnlineParams
 from pimrl.partition import even_bounds
@@ -138,7 +138,7 @@ class OnlineTrainer:
         L = program.layout
 
         dpus = dpu_alloc(n, machine=Machine(hw))
-        counters = np.zeros((n, len(ok.ONLINE_COUNTERS)), dtype=np.int64)
+        counters = np.zeros((n, len(kernels.ONLINE_COUNTERS)), dtype=np.int64)
         rounds = []
         try:
             dpus.load(program)
@@ -151,7 +151,7 @@ class OnlineTrainer:
                     words = np.stack([p.words(e.max_episode_steps, e.n_start)
                                       for p, e in zip(plist, own)])
                 dpus.scatter_to("rng_state", 0, _lane_rng(plist, self.tasklets).view(np.uint8).reshape(n, -1))
-                dpus.broadcast_to("lanes", 0, ok.new_lanes(1, self.tasklets).view(np.uint8).ravel())
+                dpus.broadcast_to("lanes", 0, kernels.new_lanes(1, self.tasklets).view(np.uint8).ravel())
                 if not L.q_in_wram:                       # a zero table, rows padded to 8 B
                     dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram,
                                       np.zeros(S * L.row_bytes, dtype=np.uint8))
@@ -205,8 +205,8 @@ class OnlineTrainer:
         self.program_ = program
         self.layout_ = L
         self.hardware_ = hw
-        self.env_steps_ = int(counters[:, ok.OC_STEPS].sum())
-        self.saturations_ = int(counters[:, ok.OC_SAT].sum())
+        self.env_steps_ = int(counters[:, kernels.OC_STEPS].sum())
+        self.saturations_ = int(counters[:, kernels.OC_SAT].sum())
         return self
 
     # -- transfers ---------------------------------------------------------------------------

@@ -101,6 +101,12 @@ def dma_cycles(hw: Hardware, nbytes, write: bool = False):
     return (hw.dma_alpha_write if write else hw.dma_alpha_read) + hw.dma_beta * np.asarray(nbytes, dtype=np.float64)
 
 
+#: Instructions of one pass of a token between tasklets taking turns (``handshake_wait_for``,
+#: ``handshake_notify`` and the loop's tests around them), calibrated on the online C
+#: kernel's blocks (pimrl.online.program).
+TOKEN_PASS = 15.0
+
+
 def dpu_cycles(hw: Hardware, instructions, dma, tasklets: int):
     """Cycles of one DPU that retires ``instructions`` and spends ``dma`` cycles on its one
     DMA engine, the work split evenly over ``tasklets`` tasklets (arrays broadcast).

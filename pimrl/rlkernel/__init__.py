@@ -4,9 +4,13 @@
   per variant and tasklet mode;
 - :mod:`pimrl.rlkernel.cprogram`: the same program in UPMEM C (``kernels/swiftrl.c``), built
   and run by the DPU runtime;
-- :mod:`pimrl.rlkernel.costs`: what its work costs on a DPU (the cost model's operations).
+- :mod:`pimrl.rlkernel.costs`: what its work costs on a DPU (the cost model's operations);
+- :mod:`pimrl.rlkernel.builtin`: the numba program as the simulator's built-in
+  ``pimrl:swiftrl?...``.
 
-It stands below the ``dpu`` package and the C host shim, which load it by name
-(``pimrl:swiftrl?...``), and below the host side that drives it (:mod:`pimrl.swiftrl`),
-which reaches its DPUs through the ``dpu`` package: it imports neither.
+It stands on the simulator (:mod:`pimrl.pim`), whose ``dpu_load`` loads it by name
+(``pimrl:swiftrl?...``) for the ``dpu`` package and the C host shim, importing it only then
+(:data:`pimrl.pim.programs.BUILTINS` holds its factory's dotted name), and below the host
+side that drives it (:mod:`pimrl.swiftrl`), which reaches its DPUs through the ``dpu``
+package: it imports neither.
 """

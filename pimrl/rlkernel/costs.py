@@ -94,9 +94,6 @@ RING_OVERLAP = 10.5
 #: sums, which the other tasklets wait for spinning. Fitted on the C kernel at 16 tasklets
 #: and 2,000 to 20,000 records (360 to 490).
 TASKLET_LAUNCH = 420.0
-#: One pass of the online kernel's token (pimrl.online.program): handshake_wait_for,
-#: handshake_notify and the loop's tests around them, calibrated on its C kernel's blocks.
-TOKEN_PASS = 15.0
 #: State-owned variants (bootstrap owned): their kernels' extra plain instructions per
 #: non-terminal update (the fresh range's test, the broadcast value's load), estimated from
 #: the table kernels', not fitted.

@@ -16,47 +16,29 @@ from pathlib import Path
 
 import numpy as np
 
-from pimrl.dpurt import cc
+from pimrl.dpurt.cache import build_dir, cached_build, sources_key
 from pimrl.io import atomic_write_text
 from pimrl.dpurt.program import DpuRtProgram
 from pimrl.learners.variants import HEADER, P_SARSA_DRAW, PARAMS_WORDS, Variant, c_header
 from pimrl.rlkernel import costs as kcost
 from pimrl.pim.system import LaunchResult
+from pimrl.resources import KERNEL_DIR
 
-KERNELS = cc.REPO / "kernels"
-SOURCE = KERNELS / "swiftrl.c"
+SOURCE = KERNEL_DIR / "swiftrl.c"
+#: The headers swiftrl.c includes from kernels/ (its build key covers them).
+DEPENDS = (KERNEL_DIR / "swiftrl_common.h", KERNEL_DIR / HEADER, KERNEL_DIR / "swiftrl_arith.h")
 N_COUNTERS = len(kcost.COUNTERS)
 
 
 def header_is_current() -> bool:
     """Whether ``kernels/swiftrl_variants.h`` says what the variant registry says."""
-    path = KERNELS / HEADER
+    path = KERNEL_DIR / HEADER
     return path.exists() and path.read_text() == c_header()
 
 
 def write_header() -> Path:
     """(Re)generate ``kernels/swiftrl_variants.h`` from the variant registry."""
-    return atomic_write_text(KERNELS / HEADER, c_header())
-
-
-def _sources_key() -> str:
-    h = hashlib.sha256()
-    for p in (SOURCE, KERNELS / "swiftrl_common.h", KERNELS / HEADER, KERNELS / "swiftrl_arith.h", cc.RUNTIME_SRC, cc.LINKER_SCRIPT,
-              Path(cc.__file__), Path(cc.__file__).with_name("instrument.py"),
-              *sorted(cc.INCLUDE.glob("*.h")), *sorted(cc.SYSLIB_SRC.glob("*.c"))):
-        h.update(p.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def build_dir() -> Path:
-    env = os.environ.get("PIMRL_KERNEL_BUILD")
-    p = Path(env) if env else KERNELS / "build"
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        p = cc.cache_dir() / "kernels"
-        p.mkdir(parents=True, exist_ok=True)
-    return p
+    return atomic_write_text(KERNEL_DIR / HEADER, c_header())
 
 
 def kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes=2048,
@@ -77,7 +59,7 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
     launch's ``perfcounter_get()`` in the symbol ``perf``; ``tasklet_stats``: each tasklet's
     counters in ``tasklet_stats`` (what the cost model of tasklet mode rows needs)."""
     if not header_is_current():
-        raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
+        raise RuntimeError(f"{KERNEL_DIR / HEADER} does not match pimrl.learners.variants: run "
                            f"python -m pimrl.rlkernel.cprogram --write-header")
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
                           bootstrap, tasklet_mode)
@@ -89,15 +71,8 @@ def build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_byt
             f"{'-' + tasklet_mode if tasklet_mode != 'ring' else ''}"
             f"-s{n_states}-a{n_actions}-t{tasklets}"
             f"-b{block_bytes}{'-v' if count_visits else ''}{opt.replace('-', '')}"
-            f"{'-' + perfcounter.lower() if perfcounter else ''}{'-ts' if tasklet_stats else ''}"
-            f"-{_sources_key()}")
-    out = build_dir() / name
-    if not out.exists():
-        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        cc.build([SOURCE], tmp, nr_tasklets=tasklets, defines=defs, opt=opt,
-                 include_dirs=[KERNELS])
-        os.replace(tmp, out)
-    return out
+            f"{'-' + perfcounter.lower() if perfcounter else ''}{'-ts' if tasklet_stats else ''}")
+    return cached_build(name, SOURCE, DEPENDS, nr_tasklets=tasklets, defines=defs, opt=opt)
 
 
 def compiler_line(compiler: str, out, n_states, n_actions, tasklets, algo, dtype, sampling,
@@ -108,7 +83,7 @@ def compiler_line(compiler: str, out, n_states, n_actions, tasklets, algo, dtype
     defs = kernel_defines(n_states, n_actions, algo, dtype, sampling, block_bytes, count_visits,
                           bootstrap, tasklet_mode)
     return [compiler, f"-DNR_TASKLETS={int(tasklets)}", *(f"-D{k}={v}" for k, v in defs.items()),
-            opt, "-I", str(KERNELS), "-o", str(out), str(SOURCE)]
+            opt, "-I", str(KERNEL_DIR), "-o", str(out), str(SOURCE)]
 
 
 def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampling,
@@ -122,14 +97,14 @@ def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampl
     import subprocess
 
     if not header_is_current():
-        raise RuntimeError(f"{KERNELS / HEADER} does not match pimrl.learners.variants: run "
+        raise RuntimeError(f"{KERNEL_DIR / HEADER} does not match pimrl.learners.variants: run "
                            f"python -m pimrl.rlkernel.cprogram --write-header")
     found = shutil.which(compiler)
     if found is None:
         raise FileNotFoundError(f"{compiler}: not found on PATH (load the UPMEM SDK's "
                                 "environment: source <sdk>/upmem_env.sh)")
     real = Path(found).resolve()
-    key = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}:{_sources_key()}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}:{sources_key([SOURCE, *DEPENDS])}".encode()).hexdigest()[:12]
     mode = f"-{tasklet_mode}" if tasklet_mode != "ring" else ""
     out = build_dir() / "upmem" / (f"swiftrl-{algo}-{dtype}-{sampling}{mode}-s{n_states}"
                                    f"-a{n_actions}-t{tasklets}-b{block_bytes}"

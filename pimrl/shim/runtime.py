@@ -23,9 +23,9 @@ import traceback
 
 import numpy as np
 
-from pimrl.pim import cost, system
+from pimrl.pim import cost, programs, system
 from pimrl.pim.errors import DpuError, DpuErrorCode, fail
-from pimrl.shim import clock, programs
+from pimrl.shim import clock
 
 ALL_RANKS = 0xFFFFFFFF
 SET_RANKS, SET_DPU = 0, 1

@@ -1,8 +1,9 @@
-"""What ``dpu_load(set, path, &program)`` loads in the simulator.
+"""What ``dpu_load(set, path, &program)`` loads in the simulator, for every host API (the
+``dpu`` package and the C host shim).
 
 ``path`` is one of:
 
-- a built-in program name, ``pimrl:<program>?key=value&...``:
+- a built-in program name, ``pimrl:<program>?key=value&...`` (:data:`BUILTINS`):
 
   - ``pimrl:swiftrl?states=S&actions=A[&tasklets=16&algo=q&dtype=fp32&sampling=seq&block=2048&visits=1]``
     the SwiftRL kernel (:class:`pimrl.rlkernel.program.RlProgram`): ``algo`` q | sarsa,
@@ -11,6 +12,10 @@
     costs DPU time) or 0;
   - ``pimrl:diag[?cycles=N]`` a tiny diagnostic program for tests of the host API (symbols
     in WRAM, MRAM and IRAM; it counts its launches, writes a log, faults on request);
+
+  An application's program is registered by the dotted name of its factory
+  (``"package.module:function"``), imported on its first load: the simulator imports no
+  application;
 
 - a file: a missing one gives ``DPU_ERR_ELF_NO_SUCH_FILE``. A file whose content starts with
   ``pimrl:`` is a *program descriptor* naming a built-in program (so a host program can keep
@@ -23,6 +28,7 @@
 """
 from __future__ import annotations
 
+import importlib
 import os
 import tempfile
 from pathlib import Path
@@ -30,7 +36,6 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 
-from pimrl.learners.variants import ALGO, DTYPE, SAMPLING
 from pimrl.io import atomic_write_bytes
 from pimrl.pim.errors import fail
 from pimrl.registry import Registry
@@ -41,8 +46,9 @@ BUILTIN_PREFIX = "pimrl:"
 DESCRIPTOR_MAX_BYTES = 4096
 
 
-def _options(name: str, query: str, allowed: dict) -> dict:
-    """``key=value&...`` -> dict of typed values; unknown keys and bad values are errors."""
+def parse_options(name: str, query: str, allowed: dict) -> dict:
+    """``key=value&...`` -> dict of typed values (``allowed``: key -> type); unknown keys and
+    bad values are errors (``DPU_ERR_ELF_INVALID_FILE``) naming ``pimrl:NAME``."""
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError:
@@ -60,35 +66,6 @@ def _options(name: str, query: str, allowed: dict) -> dict:
             raise fail("ELF_INVALID_FILE", f"{BUILTIN_PREFIX}{name}: {key}={value!r} is not "
                        f"a valid {kind.__name__}") from None
     return out
-
-
-def _swiftrl(query: str, hardware):
-    from pimrl.rlkernel.program import RlProgram
-
-    opts = _options("swiftrl", query, {"states": int, "actions": int, "tasklets": int,
-                                       "algo": str, "dtype": str, "sampling": str, "block": int,
-                                       "visits": int})
-    for key in ("states", "actions"):
-        if key not in opts:
-            raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl needs {key}=N (the Q-table is "
-                       "states x actions)")
-    if opts["states"] < 1 or not 1 <= opts["actions"] <= 255:
-        raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl: states must be >= 1 and actions in "
-                   f"[1, 255]; got states={opts['states']}, actions={opts['actions']}")
-    choices = {axis.name: axis.names for axis in (ALGO, DTYPE, SAMPLING)}
-    for key, allowed in choices.items():
-        if key in opts and opts[key] not in allowed:
-            raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl: {key}={opts[key]!r}; use one of "
-                       f"{', '.join(allowed)}")
-    if opts.get("visits", 1) not in (0, 1):
-        raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl: visits={opts['visits']}; use 0 or 1")
-    try:
-        return RlProgram(opts["states"], opts["actions"], opts.get("tasklets", 16),
-                         opts.get("algo", "q"), opts.get("dtype", "fp32"),
-                         opts.get("sampling", "seq"), opts.get("block", 2048), hardware,
-                         count_visits=bool(opts.get("visits", 1)))
-    except ValueError as exc:
-        raise fail("ELF_INVALID_FILE", f"pimrl:swiftrl: {exc}") from None
 
 
 class DiagProgram(DpuProgram):
@@ -136,15 +113,27 @@ class DiagProgram(DpuProgram):
 
 
 def _diag(query: str, hardware):
-    opts = _options("diag", query, {"cycles": int})
+    opts = parse_options("diag", query, {"cycles": int})
     return DiagProgram(hardware, opts.get("cycles", 1000))
 
 
-#: Built-in programs by name (``pimrl:NAME?query``): (query string, hardware) -> DpuProgram.
+#: Built-in programs by name (``pimrl:NAME?query``): a factory (query string, hardware) ->
+#: DpuProgram, or the dotted name of one (``"package.module:function"``), imported on its
+#: first load, so that an application's program is registered without the simulator
+#: importing the application.
 BUILTINS = Registry("built-in DPU programs")
-BUILTINS.add("swiftrl", _swiftrl, "the SwiftRL kernel: states=S&actions=A[&tasklets=16&algo=q&"
+BUILTINS.add("swiftrl", "pimrl.rlkernel.builtin:swiftrl_builtin",
+             "the SwiftRL kernel: states=S&actions=A[&tasklets=16&algo=q&"
              "dtype=fp32&sampling=seq&block=2048&visits=1]")
 BUILTINS.add("diag", _diag, "a diagnostic program that spends cycles=N cycles per launch")
+
+
+def resolve(factory):
+    """``factory`` itself, or the function a dotted name ``"package.module:function"`` names."""
+    if not isinstance(factory, str):
+        return factory
+    module, _, attr = factory.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def builtin_program(spec: str, hardware) -> DpuProgram:
@@ -153,7 +142,7 @@ def builtin_program(spec: str, hardware) -> DpuProgram:
     if name not in BUILTINS:
         raise fail("ELF_NO_SUCH_FILE", f"{BUILTIN_PREFIX}{name}: no such built-in program "
                    f"(built-in: {', '.join(BUILTIN_PREFIX + n for n in BUILTINS)})")
-    return BUILTINS[name](query, hardware)
+    return resolve(BUILTINS[name])(query, hardware)
 
 
 def _descriptor_loader(path: Path, hardware):
@@ -166,16 +155,14 @@ def _descriptor_loader(path: Path, hardware):
     return builtin_program(text[len(BUILTIN_PREFIX):], hardware)
 
 
-def _dpurt_loader(path, hardware):
-    """DPU programs built by ``dpu-upmem-dpurte-clang`` (pimrl.dpurt)."""
-    from pimrl.dpurt.program import file_loader
+#: DPU programs built by ``dpu-upmem-dpurte-clang`` (:mod:`pimrl.dpurt`, which stands on the
+#: simulator), from a file and from a program's bytes: imported on the first load.
+DPURT_FILE_LOADER = "pimrl.dpurt.program:file_loader"
+DPURT_DATA_LOADER = "pimrl.dpurt.program:data_loader"
 
-    return file_loader(path, hardware)
-
-
-#: Loaders tried in order for a file path: each returns a DpuProgram, or None if the file is
-#: not its kind.
-FILE_LOADERS: list = [_descriptor_loader, _dpurt_loader]
+#: Loaders tried in order for a file path, each a function (path, hardware) or its dotted
+#: name (:func:`resolve`): each returns a DpuProgram, or None if the file is not its kind.
+FILE_LOADERS: list = [_descriptor_loader, DPURT_FILE_LOADER]
 
 
 def load_program(path: str, hardware) -> DpuProgram:
@@ -194,7 +181,7 @@ def load_program(path: str, hardware) -> DpuProgram:
         raise fail("ELF_INVALID_FILE", f"{path!r} is not a file")
     try:
         for loader in FILE_LOADERS:
-            program = loader(p, hardware)
+            program = resolve(loader)(p, hardware)
             if program is not None:
                 return program
     except OSError as exc:
@@ -214,17 +201,15 @@ def load_program_data(data: bytes, hardware, name: str = "<program in memory>") 
     if data.startswith(BUILTIN_PREFIX.encode()) and len(data) <= DESCRIPTOR_MAX_BYTES:
         text = data.decode("utf-8", "replace").strip().splitlines()[0]
         return builtin_program(text[len(BUILTIN_PREFIX):], hardware)
-    from pimrl.dpurt.program import data_loader
-
-    program = data_loader(data, hardware, name)
+    program = resolve(DPURT_DATA_LOADER)(data, hardware, name)
     if program is not None:
         return program
-    others = [f for f in FILE_LOADERS if f not in (_descriptor_loader, _dpurt_loader)]
+    others = [f for f in FILE_LOADERS if f not in (_descriptor_loader, DPURT_FILE_LOADER)]
     if others:
         with tempfile.TemporaryDirectory(prefix="pimrl-dpu-program-") as tmp:
             path = atomic_write_bytes(os.path.join(tmp, "program.dpu"), data)
             for loader in others:
-                program = loader(Path(path), hardware)
+                program = resolve(loader)(Path(path), hardware)
                 if program is not None:
                     return program
     raise fail("ELF_INVALID_FILE", f"{name}: not a program the simulator can run: build DPU "
