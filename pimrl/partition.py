@@ -48,111 +48,193 @@ NO_OWNER = 255
 #: ``state_owner`` of a state whose entries several tasklets write (a heavy state split by
 #: action): every tasklet reads it from the snapshot.
 SPLIT = 254
+#: Rows of the int64 scratch :func:`part_lanes` takes: (LANE_WORK_ROWS, max(n, T) + 1).
+LANE_WORK_ROWS = 13
+
+
+@njit(nogil=True, cache=True)
+def part_lanes(keys, n, tasklets, n_states, n_actions, work, hist, owner, state_list,
+               list_bounds, lane_ends, dest):
+    """The lanes of one part (docs/design.md, tasklet mode ``rows``) from ``keys[:n]``, the
+    entries ``state * n_actions + action`` of its records in their order.
+
+    Writes ``owner`` (S,) uint8 (set to NO_OWNER beforehand), ``state_list`` (S,) uint16,
+    ``list_bounds`` (T + 1,), ``lane_ends`` (T,): where each lane's records end, counted from
+    the part's start, and ``dest[:n]``: each record's position in lane order. ``work`` is
+    int64 scratch (LANE_WORK_ROWS, >= max(n, T) + 1), ``hist`` int64 scratch (256,).
+
+    The entries are sorted by a stable radix sort (8-bit digits, the record's position as
+    payload), so each record knows its entry without a search; the items, generated in entry
+    order, are ranked heaviest first by a stable counting sort on their record counts, which
+    keeps the lower entry first among equals: the rule of :func:`state_lanes`."""
+    ka, ia, kb, ib = work[0], work[1], work[2], work[3]
+    rec_entry, ekey, ecount, estate = work[4], work[5], work[6], work[7]
+    entry_lane, item_first, item_count = work[8], work[9], work[10]
+    rank, counts = work[11], work[12]
+    target = (n + tasklets - 1) // tasklets          # a lane's fair share of the records
+    for i in range(n):
+        ka[i] = keys[i]
+        ia[i] = i
+    # stable LSD radix sort of (entry, position), skipping digits all records share
+    span = np.int64(n_states) * n_actions - 1
+    shift = 0
+    while n > 1 and (span >> shift) > 0:
+        for b in range(256):
+            hist[b] = 0
+        for j in range(n):
+            hist[(ka[j] >> shift) & 255] += 1
+        if hist[(ka[0] >> shift) & 255] != n:
+            acc = 0
+            for b in range(256):
+                c = hist[b]
+                hist[b] = acc
+                acc += c
+            for j in range(n):
+                b = (ka[j] >> shift) & 255
+                pos = hist[b]
+                hist[b] = pos + 1
+                kb[pos] = ka[j]
+                ib[pos] = ia[j]
+            ka, kb = kb, ka
+            ia, ib = ib, ia
+        shift += 8
+    # the part's (state, action) entries, their records, and each record's entry
+    m = 0
+    for j in range(n):
+        if m == 0 or ka[j] != ekey[m - 1]:
+            ekey[m] = ka[j]
+            estate[m] = ka[j] // n_actions
+            ecount[m] = 0
+            m += 1
+        ecount[m - 1] += 1
+        rec_entry[ia[j]] = m - 1
+    # items: a state whole, or, when it holds more than a fair share, each of its entries
+    n_items = 0
+    heaviest = 0
+    k = 0
+    while k < m:
+        e = k
+        tot = 0
+        while e < m and estate[e] == estate[k]:
+            tot += ecount[e]
+            e += 1
+        if tot <= target:
+            item_first[n_items] = k
+            item_count[n_items] = tot
+            n_items += 1
+        else:
+            for f in range(k, e):
+                item_first[n_items] = f
+                item_count[n_items] = ecount[f]
+                n_items += 1
+        heaviest = max(heaviest, tot)
+        k = e
+    item_first[n_items] = m
+    # heaviest first, ties in entry order: a stable counting sort by decreasing count
+    for c in range(heaviest + 1):
+        counts[c] = 0
+    for it in range(n_items):
+        counts[item_count[it]] += 1
+    acc = 0
+    for c in range(heaviest, -1, -1):
+        t = counts[c]
+        counts[c] = acc
+        acc += t
+    for it in range(n_items):
+        c = item_count[it]
+        rank[counts[c]] = it
+        counts[c] += 1
+    # longest processing time first: each item to the lane with the fewest records so far
+    # (ties: the lower lane)
+    for t in range(tasklets):
+        lane_ends[t] = 0
+    for r in range(n_items):
+        it = rank[r]
+        t = 0
+        least = lane_ends[0]
+        for u in range(1, tasklets):
+            if lane_ends[u] < least:
+                least = lane_ends[u]
+                t = u
+        for f in range(item_first[it], item_first[it + 1]):
+            entry_lane[f] = t
+        lane_ends[t] += item_count[it]
+    # each state's owner; a split state's snapshot falls to its first entry's lane
+    for t in range(tasklets + 1):
+        list_bounds[t] = 0
+    k = 0
+    while k < m:
+        e = k
+        one = True
+        while e < m and estate[e] == estate[k]:
+            one = one and entry_lane[e] == entry_lane[k]
+            e += 1
+        owner[estate[k]] = entry_lane[k] if one else SPLIT
+        list_bounds[entry_lane[k] + 1] += 1
+        k = e
+    for t in range(tasklets):
+        list_bounds[t + 1] += list_bounds[t]
+    # the lists, in state order, lane after lane (the lane ends serve as fill cursors)
+    for t in range(tasklets):
+        lane_ends[t] = list_bounds[t]
+    k = 0
+    while k < m:
+        t = entry_lane[k]
+        state_list[lane_ends[t]] = estate[k]
+        lane_ends[t] += 1
+        e = k + 1
+        while e < m and estate[e] == estate[k]:
+            e += 1
+        k = e
+    # the records, lane by lane, each lane's in their order
+    for t in range(tasklets):
+        lane_ends[t] = 0
+    for f in range(m):
+        lane_ends[entry_lane[f]] += ecount[f]
+    acc = 0
+    for t in range(tasklets):
+        ka[t] = acc                                   # ka: each lane's fill cursor now
+        acc += lane_ends[t]
+        lane_ends[t] = acc
+    for i in range(n):
+        t = entry_lane[rec_entry[i]]
+        dest[i] = ka[t]
+        ka[t] += 1
 
 
 @njit(nogil=True, cache=True)
 def _state_lanes(states, actions, bounds, tasklets, n_states, n_actions, order, lanes, owner,
                  state_list, list_bounds, lo, hi):
+    longest = 0
     for p in range(lo, hi):
-        a0, b0 = bounds[p], bounds[p + 1]
-        n = b0 - a0
-        target = (n + tasklets - 1) // tasklets       # a lane's fair share of the records
-        keys = np.empty(n, np.int64)                  # state * A + action of each record
+        longest = max(longest, bounds[p + 1] - bounds[p])
+    work = np.empty((LANE_WORK_ROWS, max(longest, tasklets) + 1), np.int64)
+    hist = np.empty(256, np.int64)
+    keys = np.empty(longest, np.int64)
+    dest = np.empty(longest, np.int64)
+    ends = np.empty(tasklets, np.int64)
+    for p in range(lo, hi):
+        a0 = bounds[p]
+        n = bounds[p + 1] - a0
         for i in range(n):
             keys[i] = np.int64(states[a0 + i]) * n_actions + np.int64(actions[a0 + i])
-        srt = np.sort(keys)
-        # the part's (state, action) entries and their records
-        ekey = np.empty(n, np.int64)
-        ecount = np.empty(n, np.int64)
-        m = 0
-        for i in range(n):
-            if m == 0 or srt[i] != ekey[m - 1]:
-                ekey[m] = srt[i]
-                ecount[m] = 0
-                m += 1
-            ecount[m - 1] += 1
-        # items: a state whole, or, when it holds more than a fair share, each of its entries
-        scount = np.zeros(m, np.int64)                # records of each entry's state
-        k = 0
-        while k < m:
-            e = k
-            tot = 0
-            while e < m and ekey[e] // n_actions == ekey[k] // n_actions:
-                tot += ecount[e]
-                e += 1
-            for f in range(k, e):
-                scount[f] = tot
-            k = e
-        item_first = np.empty(m, np.int64)            # first entry of each item
-        item_last = np.empty(m, np.int64)
-        item_count = np.empty(m, np.int64)
-        n_items = 0
-        k = 0
-        while k < m:
-            st = ekey[k] // n_actions
-            e = k
-            while e < m and ekey[e] // n_actions == st:
-                e += 1
-            if scount[k] <= target:
-                item_first[n_items], item_last[n_items], item_count[n_items] = k, e, scount[k]
-                n_items += 1
-            else:
-                for f in range(k, e):
-                    item_first[n_items], item_last[n_items], item_count[n_items] = f, f + 1, ecount[f]
-                    n_items += 1
-            k = e
-        # longest processing time first: each item to the lane with the fewest records so far
-        # (ties: the lower lane), heaviest first (ties: the lower entry)
-        rank = np.argsort(-item_count[:n_items] * (n_states * n_actions + 1)
-                          - (n_states * n_actions - ekey[item_first[:n_items]]))
-        load = np.zeros(tasklets, np.int64)
-        entry_lane = np.empty(m, np.int64)
-        for r in range(n_items):
-            it = rank[r]
-            t = 0
-            for u in range(1, tasklets):
-                if load[u] < load[t]:
-                    t = u
-            for f in range(item_first[it], item_last[it]):
-                entry_lane[f] = t
-            load[t] += item_count[it]
-        # each state's owner; a split state's snapshot falls to its first entry's lane
-        duty = np.full(m, -1, np.int64)
-        k = 0
-        while k < m:
-            st = ekey[k] // n_actions
-            e = k
-            one = True
-            while e < m and ekey[e] // n_actions == st:
-                one = one and entry_lane[e] == entry_lane[k]
-                e += 1
-            owner[p, st] = entry_lane[k] if one else SPLIT
-            duty[k] = entry_lane[k]
-            k = e
-        n_of = np.zeros(tasklets, np.int64)
-        for k in range(m):
-            if duty[k] >= 0:
-                n_of[duty[k]] += 1
-        list_bounds[p, 0] = 0
+        part_lanes(keys, n, tasklets, n_states, n_actions, work, hist, owner[p], state_list[p],
+                   list_bounds[p], ends, dest)
         for t in range(tasklets):
-            list_bounds[p, t + 1] = list_bounds[p, t] + n_of[t]
-        fill = list_bounds[p, :tasklets].copy()
-        for k in range(m):
-            if duty[k] >= 0:
-                state_list[p, fill[duty[k]]] = ekey[k] // n_actions
-                fill[duty[k]] += 1
-        # the records, lane by lane, each lane's in their order
-        pos = np.empty(tasklets, np.int64)
-        acc = a0
-        for t in range(tasklets):
-            lanes[p, t, 0] = acc
-            pos[t] = acc
-            acc += load[t]
-            lanes[p, t, 1] = acc
+            lanes[p, t, 0] = a0 if t == 0 else a0 + ends[t - 1]
+            lanes[p, t, 1] = a0 + ends[t]
         for i in range(n):
-            t = entry_lane[np.searchsorted(ekey[:m], keys[i])]
-            order[pos[t]] = a0 + i
-            pos[t] += 1
+            order[a0 + dest[i]] = a0 + i
+
+
+def check_lanes(tasklets: int, n_states: int) -> None:
+    """The limits of tasklet mode ``rows``: a tasklet number below :data:`SPLIT`, states
+    listed as uint16."""
+    if not 1 <= tasklets < SPLIT:
+        raise ValueError(f"tasklets must lie in [1, {SPLIT - 1}]; got {tasklets}")
+    if n_states > 1 << 16:
+        raise ValueError(f"tasklet mode rows lists states as uint16: at most {1 << 16}; "
+                         f"got {n_states}")
 
 
 def state_lanes(states: np.ndarray, part_bounds: np.ndarray, tasklets: int, n_states: int,
@@ -172,11 +254,7 @@ def state_lanes(states: np.ndarray, part_bounds: np.ndarray, tasklets: int, n_st
     of it; the states each lane snapshots (its own, and the split states whose first entry
     it writes), in state order, lane after lane (P, S) uint16 (padded with zeros), and where
     each lane's list starts (P, T + 1)."""
-    if not 1 <= tasklets < SPLIT:
-        raise ValueError(f"tasklets must lie in [1, {SPLIT - 1}]; got {tasklets}")
-    if n_states > 1 << 16:
-        raise ValueError(f"tasklet mode rows lists states as uint16: at most {1 << 16}; "
-                         f"got {n_states}")
+    check_lanes(tasklets, n_states)
     states = np.ascontiguousarray(states)
     if actions is None:
         actions, n_actions = np.zeros(len(states), np.uint8), 1

@@ -34,16 +34,25 @@ def _minari_id(args) -> None:
 def _cmd_generate(args) -> int:
     from pimrl.cli import UserError
 
-    from pimrl.data.format import save_dataset
-    from pimrl.data.generate import generate_dataset, parse_policy, policy_description
+    from pimrl.data.format import HEADER_SIZE
+    from pimrl.data.generate import FILE_CHUNK, generate_to_file, parse_policy
 
     from pimrl.io import check_destination
 
     from pimrl.data.records import TRANSITION_DTYPE
     from pimrl.limits import check_memory
 
-    check_destination(args.out)        # before the work, not after
-    check_memory(2 * args.n * TRANSITION_DTYPE.itemsize, f"--n {args.n:,}")   # records, file
+    out = check_destination(args.out)        # before the work, not after
+    # the records go straight to the file, one chunk at a time: memory for a chunk, disk
+    # for the file
+    check_memory(min(args.n, FILE_CHUNK) * TRANSITION_DTYPE.itemsize, f"--n {args.n:,}")
+    import shutil
+
+    need = HEADER_SIZE + args.n * TRANSITION_DTYPE.itemsize
+    free = shutil.disk_usage(out.parent if str(out.parent) else ".").free
+    if need > free:
+        raise UserError(f"--out {args.out}: the file needs {need:,} bytes; its folder's disk "
+                        f"has {free:,} free")
     env = _make_env(args.env)
     try:
         name, eps = parse_policy(args.policy, args.epsilon)
@@ -66,14 +75,11 @@ def _cmd_generate(args) -> int:
     elif args.q is not None:
         raise UserError("--q is only used with --policy epsilon-greedy")
     t0 = time.perf_counter()
-    records = generate_dataset(env, args.n, args.seed, name, q=q, epsilon=eps,
-                               max_episode_steps=args.max_episode_steps)
+    generate_to_file(args.out, env, args.n, args.seed, name, q=q, epsilon=eps,
+                     max_episode_steps=args.max_episode_steps)
     dt = time.perf_counter() - t0
-    _err(f"generated {len(records):,} transitions of {env.env_id} in {dt:.2f} s "
-         f"({len(records) / max(dt, 1e-9) / 1e6:.1f} M/s)")
-    save_dataset(args.out, records, env.env_id, args.seed, policy_description(name, eps),
-                 n_states=env.n_states, n_actions=env.n_actions)
-    _err(f"wrote {args.out}")
+    _err(f"generated {args.n:,} transitions of {env.env_id} into {args.out} in {dt:.2f} s "
+         f"measured ({args.n / max(dt, 1e-9) / 1e6:.1f} M/s, writing included)")
     return 0
 
 

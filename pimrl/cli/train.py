@@ -316,11 +316,23 @@ def run_train(args: argparse.Namespace) -> int:
 
         out["evaluation"] = evaluate_against_optimum(env, q, params.gamma)
     save_learned(args, q, env, params, out)
+    out["peak_rss_measured_bytes"] = peak_rss_bytes()
     if args.json:
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print_report(out, params)
     return 0
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory so far, in bytes (``getrusage``'s ``ru_maxrss``:
+    KiB on Linux, bytes on macOS), measured by the OS; None where there is no ``resource``."""
+    try:
+        import resource
+    except ImportError:             # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 
 
 def check_save_destinations(args) -> None:
@@ -495,6 +507,9 @@ def print_report(out, params):
         print(f"\ngreedy policy on {out['env_id']} (exact, horizon {e.get('horizon')} steps{which}):")
         print(f"  success rate {e['success_rate']:.4f}   (optimal {e['optimal_success_rate']:.4f})")
         print(f"  mean return  {e['mean_return']:.4f}   (optimal {e['optimal_mean_return']:.4f})")
+    if out.get("peak_rss_measured_bytes") is not None:
+        print(f"\npeak memory {out['peak_rss_measured_bytes'] / 2**30:.2f} GiB   measured (the "
+              f"process's peak resident set, ru_maxrss)")
     if "saved_q" in out:
         which = f" (the {out['q_from_dpus']}-DPU run)" if "scaling" in out else ""
         print(f"Q-table written to {out['saved_q']}{which}")

@@ -223,18 +223,21 @@ def _first(mask: np.ndarray):
     return int(np.argmax(mask))
 
 
-def validate_records(records: np.ndarray, n_states: int, n_actions: int, path="<records>") -> None:
+def validate_records(records: np.ndarray, n_states: int, n_actions: int, path="<records>",
+                     first_index: int = 0) -> None:
     """Check every record; raises DatasetError naming path, record index, field and value.
 
     Checks: state/next_state in [0, n_states); action in [0, n_actions); next_action in
     [0, n_actions) or NO_ACTION; terminated/truncated 0 or 1 and not both; reward finite.
-    Vectorised numpy over chunks of 4M records."""
+    Vectorised numpy over chunks of 4M records. ``first_index``: the index of
+    ``records[0]`` in its dataset (the errors name records by that count)."""
     if records.dtype != TRANSITION_DTYPE:
         raise DatasetError(path, "dtype", f"records have dtype {records.dtype}, expected "
                            f"TRANSITION_DTYPE {TRANSITION_DTYPE}")
     n = len(records)
-    for start in range(0, n, _CHECK_CHUNK):
-        chunk = records[start : start + _CHECK_CHUNK]
+    for at in range(0, n, _CHECK_CHUNK):
+        chunk = records[at : at + _CHECK_CHUNK]
+        start = first_index + at
         checks = (
             ("state", lambda c: (c < 0) | (c >= n_states), f"outside [0, {n_states})"),
             ("next_state", lambda c: (c < 0) | (c >= n_states), f"outside [0, {n_states})"),
@@ -312,6 +315,35 @@ def save_dataset(
     with atomic_writer(path) as f:
         f.write(header)
         _write_records(f, records)
+    return path
+
+
+def write_dataset(path, n_transitions: int, fill, env_id: str, seed, policy: str, *,
+                  n_states: int, n_actions: int, n_imputed: int = 0, validate: bool = True,
+                  chunk: int = 1 << 20) -> Path:
+    """Write a dataset of ``n_transitions`` records that ``fill(buffer)`` produces in order,
+    ``chunk`` records at a time (each call writes the next ``len(buffer)`` records into
+    ``buffer``): the file :func:`save_dataset` writes for their concatenation, byte for
+    byte, holding one chunk in memory. Each chunk is validated before it is written (unless
+    ``validate=False``); the write is atomic, as :func:`save_dataset`'s. Returns the path."""
+    path = Path(path)
+    n_transitions, chunk = int(n_transitions), int(chunk)
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1 record, got {chunk}")
+    header = encode_header(
+        n_transitions=n_transitions, n_states=int(n_states), n_actions=int(n_actions),
+        env_id=env_id, seed=seed, policy=policy, n_imputed=n_imputed,
+    )
+    buf = np.empty(min(chunk, n_transitions), dtype=TRANSITION_DTYPE)
+    with atomic_writer(path) as f:
+        f.write(header)
+        for start in range(0, n_transitions, chunk):
+            part = buf[: min(chunk, n_transitions - start)]
+            fill(part)
+            if validate:
+                validate_records(part, int(n_states), int(n_actions),
+                                 path=f"{path} (not written)", first_index=start)
+            _write_records(f, part)
     return path
 
 
@@ -411,6 +443,32 @@ class Dataset:
             n_unknown_next_action=int(np.count_nonzero(r["next_action"] == NO_ACTION)),
         )
         return out
+
+
+def drop_mapped_pages(records: np.ndarray) -> bool:
+    """Let the OS take back this process's pages of ``records`` where they are a read-only
+    mapping of a dataset file (:func:`load_dataset`'s memmap): the resident memory drops by
+    them, the file's pages stay in the page cache, and a later read maps them again, with the
+    same bytes. Records in any other memory are left alone. True when pages were dropped."""
+    import mmap as _mmap
+
+    owner = records
+    while owner is not None and not isinstance(owner, np.memmap):
+        owner = getattr(owner, "base", None)
+    if (owner is None or owner.mode != "r" or getattr(owner, "_mmap", None) is None
+            or not records.flags.c_contiguous or records.nbytes == 0
+            or not hasattr(_mmap, "MADV_DONTNEED")):
+        return False
+    mm = owner._mmap
+    start = np.frombuffer(mm, dtype=np.uint8).ctypes.data       # the mapping's first byte
+    lo = records.ctypes.data - start
+    page = _mmap.PAGESIZE
+    first = lo - lo % page
+    last = min(len(mm), -(-(lo + records.nbytes) // page) * page)
+    if not 0 <= first < last:
+        return False
+    mm.madvise(_mmap.MADV_DONTNEED, first, last - first)
+    return True
 
 
 def load_dataset(path, mmap: bool = True, validate: bool = True) -> Dataset:

@@ -166,6 +166,79 @@ def _env_of(env):
     return env
 
 
+class _Generation:
+    """One dataset's generation in progress: :meth:`fill` writes the next records into a
+    buffer, continuing the one stream of draws (the module docstring), so the records do not
+    depend on how the calls cut them."""
+
+    def __init__(self, env, n_transitions, seed, policy, q, epsilon, max_episode_steps):
+        env = _env_of(env)
+        n_transitions = int(n_transitions)
+        if n_transitions < 0:
+            raise ValueError(f"n_transitions must be >= 0, got {n_transitions}")
+        if seed is None or int(seed) < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {seed}")
+        S, A = env.n_states, env.n_actions
+        if A > MAX_ACTIONS:
+            raise ValueError(f"{env.env_id}: {A} actions, a record holds at most {MAX_ACTIONS}")
+        name, eps = parse_policy(policy, epsilon)
+        if name == "uniform":
+            if q is not None:
+                raise ValueError("policy 'uniform' takes no Q-table")
+            greedy = np.full(1, -1, dtype=np.int64)
+            eps = 0.0
+        else:
+            if q is None:
+                raise ValueError("policy 'epsilon-greedy' needs a Q-table q of shape (S, A)")
+            q = np.asarray(q, dtype=np.float64)
+            if q.shape != (S, A):
+                raise ValueError(f"Q-table has shape {q.shape}, the env needs ({S}, {A})")
+            if not np.isfinite(q).all():
+                raise ValueError("Q-table holds NaN or infinite values")
+            greedy = np.argmax(q, axis=1).astype(np.int64)  # first maximum: lowest index
+        limit = env.max_episode_steps if max_episode_steps is None else max_episode_steps
+        if limit is None or int(limit) <= 0:
+            limit = np.iinfo(np.int64).max
+        limit = min(int(limit), np.iinfo(np.int64).max)   # beyond the data, the same: no limit
+
+        init = np.asarray(env.initial_dist, dtype=np.float64)
+        if not (init > 0).any():
+            raise ValueError(f"{env.env_id}: initial_dist has no positive entry")
+        cum_init = _cumulative(init, axis=0)
+        self.env, self.n_transitions, self.left = env, n_transitions, n_transitions
+        self.tables = (np.ascontiguousarray(env.next_state, dtype=np.int32),
+                       _cumulative(np.asarray(env.prob, dtype=np.float64), axis=2),
+                       np.ascontiguousarray(env.reward, dtype=np.float64),
+                       np.ascontiguousarray(env.terminated, dtype=np.bool_),
+                       cum_init, greedy, eps, limit)
+        self.policy, self.epsilon = name, eps
+        self.rng = np.random.Generator(np.random.PCG64(int(seed)))
+        u0 = self.rng.random(2)
+        s0 = int(np.searchsorted(cum_init, u0[0], side="right"))
+        s0 = min(s0, S - 1)
+        if greedy[0] < 0:
+            a0 = min(int(u0[1] * A), A - 1)
+        elif u0[1] < eps:
+            a0 = min(int(u0[1] / eps * A), A - 1)
+        else:
+            a0 = int(greedy[s0])
+        self.carry = np.array([s0, a0, 0], dtype=np.int64)
+
+    def fill(self, out: np.ndarray) -> None:
+        """The next ``len(out)`` records into ``out`` (TRANSITION_DTYPE)."""
+        if len(out) > self.left:
+            raise ValueError(f"{len(out)} more records asked of a dataset of "
+                             f"{self.n_transitions} with {self.left} left")
+        cols = [out[f] for f in ("state", "next_state", "reward", "action", "next_action",
+                                 "terminated", "truncated")]
+        for start in range(0, len(out), BLOCK):
+            m = min(BLOCK, len(out) - start)
+            u = self.rng.random((m, 4))
+            _generate_block(*self.tables, u, self.carry,
+                            *(c[start:start + m] for c in cols))
+        self.left -= len(out)
+
+
 def generate_dataset(
     env,
     n_transitions: int,
@@ -183,61 +256,36 @@ def generate_dataset(
     accepted as ``"epsilon-greedy:EPS"``). ``seed`` (an int >= 0) fixes every draw: see the
     module docstring for the exact mapping. ``max_episode_steps`` overrides the env's limit.
     Numba-compiled; about 10^8 transitions a second on one core, plus the draws."""
-    env = _env_of(env)
-    n_transitions = int(n_transitions)
-    if n_transitions < 0:
-        raise ValueError(f"n_transitions must be >= 0, got {n_transitions}")
-    if seed is None or int(seed) < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed}")
-    S, A = env.n_states, env.n_actions
-    if A > MAX_ACTIONS:
-        raise ValueError(f"{env.env_id}: {A} actions, a record holds at most {MAX_ACTIONS}")
-    name, eps = parse_policy(policy, epsilon)
-    if name == "uniform":
-        if q is not None:
-            raise ValueError("policy 'uniform' takes no Q-table")
-        greedy = np.full(1, -1, dtype=np.int64)
-        eps = 0.0
-    else:
-        if q is None:
-            raise ValueError("policy 'epsilon-greedy' needs a Q-table q of shape (S, A)")
-        q = np.asarray(q, dtype=np.float64)
-        if q.shape != (S, A):
-            raise ValueError(f"Q-table has shape {q.shape}, the env needs ({S}, {A})")
-        if not np.isfinite(q).all():
-            raise ValueError("Q-table holds NaN or infinite values")
-        greedy = np.argmax(q, axis=1).astype(np.int64)  # first maximum: lowest index
-    limit = env.max_episode_steps if max_episode_steps is None else max_episode_steps
-    if limit is None or int(limit) <= 0:
-        limit = np.iinfo(np.int64).max
-    limit = min(int(limit), np.iinfo(np.int64).max)   # beyond the data, the same: no limit
-
-    next_state = np.ascontiguousarray(env.next_state, dtype=np.int32)
-    cum_prob = _cumulative(np.asarray(env.prob, dtype=np.float64), axis=2)
-    reward = np.ascontiguousarray(env.reward, dtype=np.float64)
-    terminated = np.ascontiguousarray(env.terminated, dtype=np.bool_)
-    init = np.asarray(env.initial_dist, dtype=np.float64)
-    if not (init > 0).any():
-        raise ValueError(f"{env.env_id}: initial_dist has no positive entry")
-    cum_init = _cumulative(init, axis=0)
-
-    out = np.empty(n_transitions, dtype=TRANSITION_DTYPE)
-    rng = np.random.Generator(np.random.PCG64(int(seed)))
-    u0 = rng.random(2)
-    s0 = int(np.searchsorted(cum_init, u0[0], side="right"))
-    s0 = min(s0, S - 1)
-    if greedy[0] < 0:
-        a0 = min(int(u0[1] * A), A - 1)
-    elif u0[1] < eps:
-        a0 = min(int(u0[1] / eps * A), A - 1)
-    else:
-        a0 = int(greedy[s0])
-    carry = np.array([s0, a0, 0], dtype=np.int64)
-    cols = [out[f] for f in ("state", "next_state", "reward", "action", "next_action",
-                             "terminated", "truncated")]
-    for start in range(0, n_transitions, BLOCK):
-        m = min(BLOCK, n_transitions - start)
-        u = rng.random((m, 4))
-        _generate_block(next_state, cum_prob, reward, terminated, cum_init, greedy, eps, limit,
-                        u, carry, *(c[start : start + m] for c in cols))
+    gen = _Generation(env, n_transitions, seed, policy, q, epsilon, max_episode_steps)
+    out = np.empty(gen.n_transitions, dtype=TRANSITION_DTYPE)
+    gen.fill(out)
     return out
+
+
+#: Records generated per write by :func:`generate_to_file` (16 MiB).
+FILE_CHUNK = 1 << 20
+
+
+def generate_to_file(
+    path,
+    env,
+    n_transitions: int,
+    seed: int,
+    policy: str = "uniform",
+    *,
+    q: np.ndarray | None = None,
+    epsilon: float | None = None,
+    max_episode_steps: int | None = None,
+    chunk: int = FILE_CHUNK,
+):
+    """:func:`generate_dataset`'s records written straight into the dataset file ``path``
+    (:func:`pimrl.data.format.write_dataset`), ``chunk`` records at a time through one
+    buffer: memory stays at one chunk whatever the size, and the file is the one
+    ``save_dataset(path, generate_dataset(...), ...)`` writes, byte for byte, whatever
+    ``chunk``. Returns the path."""
+    from .format import write_dataset
+
+    gen = _Generation(env, n_transitions, seed, policy, q, epsilon, max_episode_steps)
+    return write_dataset(path, gen.n_transitions, gen.fill, gen.env.env_id, seed,
+                         policy_description(gen.policy, gen.epsilon),
+                         n_states=gen.env.n_states, n_actions=gen.env.n_actions, chunk=chunk)

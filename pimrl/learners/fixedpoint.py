@@ -61,13 +61,26 @@ def records_with_fixed_rewards(records: np.ndarray, frac_bits: int) -> np.ndarra
     return out
 
 
+@njit(cache=True, inline="always")
+def fixed_value(x, scale):
+    """``x`` times ``scale`` (2^F) rounded to nearest, ties to even, in float64: the Q-format
+    value of ``x`` when :func:`fits_int32` says it fits (as :func:`to_fixed` converts)."""
+    return np.rint(np.float64(x) * scale)
+
+
+@njit(cache=True, inline="always")
+def fits_int32(v):
+    """Whether the float ``v`` lies in the int32 range (NaN does not)."""
+    return v >= INT32_MIN and v <= INT32_MAX
+
+
 @njit(cache=True, nogil=True)
 def _copy_fixing_rewards(words, rewards, out, scale, lo, hi):
     """Copy records ``lo..hi-1`` (words (n, 4)), word 2 (the reward) rounded to Q format;
     the first record whose reward does not fit, or -1."""
     for i in range(lo, hi):
-        v = np.rint(np.float64(rewards[i, 2]) * scale)
-        if not (v >= INT32_MIN and v <= INT32_MAX):           # NaN fails both
+        v = fixed_value(rewards[i, 2], scale)
+        if not fits_int32(v):
             return i
         out[i, 0] = words[i, 0]
         out[i, 1] = words[i, 1]

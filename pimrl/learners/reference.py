@@ -21,46 +21,68 @@ from pimrl.partition import even_bounds, lane_bounds
 from pimrl.rng import lane_seeds
 
 
+@njit(cache=True, inline="always")
+def record_fault(state, next_state, action, next_action, terminated, n_states, n_actions,
+                 check_next):
+    """The first field of one record outside the table, in the order the checks name it: 0
+    state, 1 next_state, 2 action, 3 next_action of a non-terminal record when
+    ``check_next``; -1 when it has none."""
+    if state < 0 or state >= n_states:
+        return 0
+    if next_state < 0 or next_state >= n_states:
+        return 1
+    if action < 0 or action >= n_actions:
+        return 2
+    if check_next and terminated == 0 and (next_action >= n_actions or next_action == NO_ACTION):
+        return 3
+    return -1
+
+
 @njit(cache=True, nogil=True)
 def _first_out_of_range(states, next_states, actions, next_actions, terminated, n_states,
                         n_actions, check_next, lo, hi):
     """(field, index) of the first record of ``lo..hi-1`` with a field outside the table
-    (field 0 state, 1 next_state, 2 action, 3 next_action of a non-terminal record when
-    ``check_next``), or (-1, -1): one pass, where a numpy mask per field took ~10 ms per
-    million records."""
+    (:func:`record_fault`), or (-1, -1): one pass, where a numpy mask per field took ~10 ms
+    per million records."""
     for i in range(lo, hi):
-        if states[i] < 0 or states[i] >= n_states:
-            return 0, i
-        if next_states[i] < 0 or next_states[i] >= n_states:
-            return 1, i
-        if actions[i] < 0 or actions[i] >= n_actions:
-            return 2, i
-        if check_next and terminated[i] == 0 and (next_actions[i] >= n_actions
-                                                  or next_actions[i] == NO_ACTION):
-            return 3, i
+        field = record_fault(states[i], next_states[i], actions[i], next_actions[i],
+                             terminated[i], n_states, n_actions, check_next)
+        if field >= 0:
+            return field, i
     return -1, -1
 
 
-def check_records(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams):
-    """Reject records a learner cannot use, naming the first offending index."""
+def check_record_array(records: np.ndarray) -> None:
+    """The checks of :func:`check_records` that need no pass over the records."""
     if records.dtype != TRANSITION_DTYPE:
         raise ValueError(f"records must have dtype TRANSITION_DTYPE, got {records.dtype}")
     if len(records) == 0:
         raise ValueError("the dataset holds no transitions")
+
+
+def record_fault_error(records: np.ndarray, field: int, i: int, n_states: int,
+                       n_actions: int) -> ValueError:
+    """The error naming record ``i`` and its ``field`` (a code of :func:`record_fault`)."""
+    if field == 3:
+        return ValueError(
+            f"record {i}: next_action={int(records['next_action'][i])} is unknown or out of "
+            f"range, which SARSA with the logged next action cannot use (use --next-action "
+            f"epsilon-greedy)")
+    name = ("state", "next_state", "action")[field]
+    limit = n_actions if name == "action" else n_states
+    return ValueError(f"record {i}: {name}={int(records[name][i])} outside [0, {limit})")
+
+
+def check_records(records: np.ndarray, n_states: int, n_actions: int, params: LearnerParams):
+    """Reject records a learner cannot use, naming the first offending index."""
+    check_record_array(records)
     check_next = params.algo == "sarsa" and params.next_action == "logged"
     fields = (records["state"], records["next_state"], records["action"],
               records["next_action"], records["terminated"])
     field, i = first_found(lambda lo, hi: tuple(_first_out_of_range(
         *fields, n_states, n_actions, check_next, lo, hi)), len(records), (-1, -1))
-    if field == 3:
-        raise ValueError(
-            f"record {i}: next_action={int(records['next_action'][i])} is unknown or out of "
-            f"range, which SARSA with the logged next action cannot use (use --next-action "
-            f"epsilon-greedy)")
     if field >= 0:
-        name = ("state", "next_state", "action")[field]
-        limit = n_actions if name == "action" else n_states
-        raise ValueError(f"record {i}: {name}={int(records[name][i])} outside [0, {limit})")
+        raise record_fault_error(records, field, i, n_states, n_actions)
 
 
 def record_words(records: np.ndarray, params: LearnerParams):
