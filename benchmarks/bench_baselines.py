@@ -4,7 +4,7 @@
         [--variants all] [--threads 2] [--repeats 3] [--json]
 
 For each variant and thread count, the numba CPU baseline (``pimrl train --backend cpu``) and
-``benchmarks/cpu_loop.c`` (built here with the system C compiler, ``-O3 -march=native
+``kernels/cpu_loop.c`` (built here with the system C compiler, ``-O3 -march=native
 -ffp-contract=off``, pthreads) learn the same partitions of the same records in the same
 update order; their tables are checked equal bit for bit, and the table prints each one's
 updates per second and the ratio numba / C. The two are timed alternately (best of

@@ -1,6 +1,6 @@
 """The GPU baseline on a real GPU, beside the CPU baselines of the same machine, one run.
 
-    python benchmarks/bench_gpu.py [--envs Taxi-v3,...] [--n 1000000] [--epochs 32]
+    python benchmarks/bench_gpu.py [--envs Taxi-v3,...] [--n 1000000[,4000000,...]] [--epochs 32]
         [--dpus 125,250,500,1000,2000] [--tasklets 16] [--variants all] [--repeats 3]
         [--pim-results experiments/results/swiftrl-results.csv] [--out FILE.csv] [--json]
 
@@ -12,7 +12,7 @@ bootstrapping from the logged action, as in ``experiments/swiftrl.toml``):
   CUDA events time the host-to-device copies, the learning kernel, the average (on the
   device) and the device-to-host copies (median of ``--repeats``). ``--dpus`` beyond the
   PIM system's 2,556 shows the GPU with the partition counts that suit it best.
-* **CPU, numba** (``pimrl train --backend cpu``) and **CPU, C** (``benchmarks/cpu_loop.c``):
+* **CPU, numba** (``pimrl train --backend cpu``) and **CPU, C** (``kernels/cpu_loop.c``):
   every core of this machine, one partition per thread (their fastest form), best of
   ``--repeats``, timed alternately; their tables are checked equal bit for bit.
 * At the largest DPU count the GPU's tables and their average are checked bit for bit
@@ -23,6 +23,11 @@ bootstrapping from the logged action, as in ``experiments/swiftrl.toml``):
 
 Every time is *measured* wall clock on this machine except the PIM column, which is
 *modelled*. Without a GPU the script says why and exits 2: no GPU figure is ever estimated.
+
+The scale study's sizes (``experiments/scale.toml``): ``--envs Taxi-v3 --n
+65536,262144,1048576,4194304,16777216,67108864,268435456 --epochs 20 --dpus 2000
+--variants q-fp32-seq,q-fp32-ran,q-int32-seq,q-int32-ran --pim-results
+experiments/scale/results.csv``.
 """
 from __future__ import annotations
 
@@ -88,7 +93,7 @@ def cpu_best(rec, env, params, threads, repeats):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--envs", default="Taxi-v3,FrozenLake-v1,CliffWalking-v1")
-    ap.add_argument("--n", type=int, default=1_000_000, help="transitions")
+    ap.add_argument("--n", default="1000000", help="transitions, or a comma list of sizes")
     ap.add_argument("--epochs", type=int, default=32)
     ap.add_argument("--dpus", default="125,250,500,1000,2000")
     ap.add_argument("--tasklets", type=int, default=16)
@@ -102,6 +107,7 @@ def main(argv=None):
     if not ok:
         print(f"GPU: not measured ({device})", file=sys.stderr)
         return 2
+    sizes = [int(x) for x in str(args.n).split(",")]
     variants = ALL_VARIANTS if args.variants == "all" else expand_variants(args.variants.split(","))
     dpus = sorted(int(d) for d in args.dpus.split(","))
     threads = max_threads()
@@ -113,13 +119,14 @@ def main(argv=None):
     if not args.json:
         print(f"GPU: {device}; CPU: {cpu_name}, numba threads {threads}; C loop: "
               f"{'built' if have_c else 'no C compiler'}")
-        print(f"{args.n:,} transitions x {args.epochs} epochs; GPU partitions = DPUs, lanes = "
+        print(f"{', '.join(f'{n:,}' for n in sizes)} transitions x {args.epochs} epochs; GPU "
+              f"partitions = DPUs, lanes = "
               f"{args.tasklets}; CPU one partition per thread. Measured wall clock; PIM modelled.\n")
-        print(f"{'env':<16} {'variant':<16} {'DPUs':>5} {'GPU kern ms':>11} {'GPU all ms':>10} "
+        print(f"{'env':<16} {'variant':<16} {'n':>11} {'DPUs':>5} {'GPU kern ms':>11} {'GPU all ms':>10} "
               f"{'CPU nb ms':>9} {'CPU C ms':>8} {'PIM ms*':>8} {'GPU/CPU':>7}  checks")
-    for env_id in args.envs.split(","):
+    for env_id, n in ((e, n) for e in args.envs.split(",") for n in sizes):
         env = make(env_id)
-        rec = generate_dataset(env, args.n, seed=0)
+        rec = generate_dataset(env, n, seed=0)
         for v in variants:
             params = LearnerParams(**parse_variant(v), epochs=args.epochs)
             nb_s, c_s, cpu_eq = cpu_best(rec, env, params, threads, args.repeats) if have_c else (
@@ -135,8 +142,8 @@ def main(argv=None):
                                        partitions=d, lanes=args.tasklets, check=False)
                     same = bool(np.array_equal(ref.q_raw, g.q_raw) and np.array_equal(ref.q, g.q)
                                 and ref.saturations == g.saturations)
-                key = (env_id, v, args.n, args.epochs, d, args.tasklets)
-                row = {"env": env_id, "variant": v, "transitions": args.n, "epochs": args.epochs,
+                key = (env_id, v, n, args.epochs, d, args.tasklets)
+                row = {"env": env_id, "variant": v, "transitions": n, "epochs": args.epochs,
                        "n_dpus": d, "tasklets": args.tasklets,
                        "gpu_h2d_measured_s": g.h2d_seconds, "gpu_kernel_measured_s": g.kernel_seconds,
                        "gpu_d2h_measured_s": g.d2h_seconds,
@@ -153,7 +160,7 @@ def main(argv=None):
                     checks = " ".join(x for x in (
                         "" if cpu_eq is None else ("C=numba" if cpu_eq else "C!=numba"),
                         "" if same == "" else ("GPU=CPU" if same else "GPU!=CPU")) if x)
-                    print(f"{env_id:<16} {v:<16} {d:>5} {g.kernel_seconds * 1e3:11.2f} "
+                    print(f"{env_id:<16} {v:<16} {n:>11,} {d:>5} {g.kernel_seconds * 1e3:11.2f} "
                           f"{g.seconds * 1e3:10.2f} {nb_s * 1e3:9.2f} {c_s * 1e3:8.2f} {pim_ms} "
                           f"{best_cpu / g.seconds:6.2f}x  {checks}", flush=True)
             if args.out:

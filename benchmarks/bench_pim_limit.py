@@ -15,7 +15,7 @@ For every variant and tasklet mode, on Taxi (uniformly random transitions, seed 
   imbalance, barriers and DMA);
 - **2,000-DPU throughput**: updates per modelled second of kernel, and end to end (the four
   PrIM categories, transfers included);
-- **the C loop** (benchmarks/cpu_loop.c, one partition per thread, tables averaged: the CPU
+- **the C loop** (kernels/cpu_loop.c, one partition per thread, tables averaged: the CPU
   baseline in C) on the same data, measured on this machine in the same run at 1 and
   ``--threads`` threads.
 

@@ -200,16 +200,7 @@ def test_gpu_kernels_in_cuda_simulator():
     assert "GPU-SIM-OK 41" in out.stdout     # 18 variant cases x 2 environments, 5 modes
 
 
-def _real_gpu() -> bool:
-    if importlib.util.find_spec("numba_cuda") is None or os.environ.get("NUMBA_ENABLE_CUDASIM"):
-        return False
-    out = subprocess.run([sys.executable, "-c", "from pimrl.baselines.gpu import gpu_status;"
-                          "print(gpu_status()[0])"], cwd=ROOT, capture_output=True, text=True)
-    return out.stdout.strip() == "True"
-
-
-@pytest.mark.skipif(not _real_gpu(), reason="no CUDA GPU here: the kernels are checked in the "
-                    "CUDA simulator instead")
+@pytest.mark.needs_gpu
 def test_gpu_kernels_on_a_real_gpu():
     """The same checks as in the simulator, compiled for and run on the GPU: bit for bit the
     reference's tables, streams and saturation counts, and the DPUs' tables; timed."""
@@ -268,12 +259,9 @@ def test_gpu_kernel_compiles_for_hopper_without_fma():
                                                  ("sarsa-fp32-str", "epsilon-greedy"),
                                                  ("sarsa-int32-seq", "logged")])
 def test_plain_c_loop_computes_the_numba_baseline_tables(taxi_data, variant, next_action):
-    """benchmarks/cpu_loop.c (the C baseline the benchmarks time numba against) does the same
+    """kernels/cpu_loop.c (the C baseline the benchmarks time numba against) does the same
     updates in the same order: equal tables and saturation counts, bit for bit."""
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from c_baseline import run_c_loop
+    from pimrl.baselines.c_loop import run_c_loop
 
     env, rec = taxi_data
     p = LearnerParams(**parse_variant(variant), epochs=2, next_action=next_action, epsilon=0.3,
@@ -290,10 +278,7 @@ def test_plain_c_loop_computes_the_numba_baseline_tables(taxi_data, variant, nex
 def test_plain_c_loop_saturates_like_the_numba_baseline(variant):
     """Where values leave Q7.24's range (+-128), the C loop's saturations (32-bit overflow
     tests) clamp and count as the numba baseline's do."""
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from c_baseline import run_c_loop
+    from pimrl.baselines.c_loop import run_c_loop
 
     env = make("CliffWalking-v1")
     rec = generate_dataset(env, 3000, seed=1)

@@ -10,7 +10,7 @@ partitions, with the same global lane numbers (partition ``p``'s lane ``t`` is l
 ``p * lanes + t``) seeding the xorshift32 streams. The single-threaded baseline is one
 partition (the whole dataset in order: what ``OfflineLearner`` computes) with numba's thread
 count set to 1. ``benchmarks/bench_baselines.py`` times it against a plain C loop doing the
-same work (``benchmarks/cpu_loop.c``).
+same work (``kernels/cpu_loop.c``).
 
 Timing: wall clock (``time.perf_counter``) around the training kernel and the host average,
 *after* a warm-up call on a two-record slice with the same argument types, so numba's
@@ -139,3 +139,50 @@ def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
                      repeat_train_seconds=train_t,
                      threads=threads, partitions=partitions, lanes=lanes,
                      n_updates=len(records) * params.epochs, saturations=int(sat.sum()))
+
+
+def cpu_time_to_quality(records: np.ndarray, n_states: int, n_actions: int,
+                        params: LearnerParams, evaluate, threads: int = 1,
+                        partitions: int | None = None, stop_at_quality: bool = False) -> dict:
+    """The CPU baseline run one epoch at a time, its averaged table evaluated after each.
+
+    Each call of the compiled loop does one pass over every partition and carries the tables
+    and the lanes' streams on to the next, so the tables after epoch ``e`` are those of an
+    ``e``-epoch run, bit for bit. ``evaluate(q)`` (a :func:`pimrl.experiments.quality.round_evaluator`)
+    runs between epochs, off the clock. Returns ``curve`` ([{epoch, measured_s (cumulative
+    wall clock of training and averaging), mean_return, success_rate, reached}]),
+    ``quality_epoch`` and ``time_to_quality_measured_s`` (of the first epoch within
+    tolerance; None if none is), the final ``q``, ``seconds`` (the epochs run) and
+    ``epochs_run``: all of ``params.epochs``, or with ``stop_at_quality`` up to the first
+    within tolerance."""
+    threads = int(threads)
+    if not 1 <= threads <= max_threads():
+        raise ValueError(f"threads must be in [1, {max_threads()}]; got {threads}")
+    partitions = threads if partitions is None else int(partitions)
+    one = LearnerParams(**{**params.as_dict(), "epochs": 1})
+    _warm_up(one, records, n_states, n_actions)
+    cols, part_lanes, rng = _prepared(records, one, partitions, 1)
+    scalars = one.kernel_scalars()
+    run = compiled(one.variant).partitions
+    q_raw = _tables(one, partitions, n_states, n_actions)
+    sat = np.zeros(partitions, np.int64)
+    curve, elapsed, q = [], 0.0, None
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(threads)
+        for epoch in range(1, params.epochs + 1):
+            t0 = time.perf_counter()
+            run(*cols, part_lanes, rng, q_raw, scalars, sat)
+            q = raw_to_float(q_raw, params.dtype, params.frac_bits).mean(axis=0)
+            elapsed += time.perf_counter() - t0
+            curve.append({"epoch": epoch, "measured_s": elapsed, **evaluate(q)})
+            if stop_at_quality and curve[-1].get("reached"):
+                break
+    finally:
+        numba.set_num_threads(previous)
+    first = next((e for e in curve if e.get("reached")), None)
+    return {"curve": curve, "q": q, "seconds": elapsed, "threads": threads,
+            "epochs_run": len(curve),
+            "partitions": partitions,
+            "quality_epoch": None if first is None else first["epoch"],
+            "time_to_quality_measured_s": None if first is None else first["measured_s"]}

@@ -1,0 +1,10 @@
+"""Studies: configurations expanded into runs, run and recorded, and reported.
+
+- :mod:`pimrl.experiments.config`: study files (TOML) and their expansion into runs;
+- :mod:`pimrl.experiments.runner`: ``pimrl scale``, one CSV row a run, resumable, here or on
+  a Dask cluster;
+- :mod:`pimrl.experiments.quality`: time to quality (the greedy policy evaluated after every
+  round);
+- :mod:`pimrl.experiments.plots`: ``pimrl plot``, figures and a summary table;
+- :mod:`pimrl.experiments.datasize`: the data-size study's report.
+"""

@@ -10,7 +10,8 @@ the cross product of its lists::
     name = "strong"              # unique
     kind = "strong"              # strong: a fixed dataset of `transitions` over `dpus`
     envs = ["FrozenLake-v1", "Taxi-v3"]
-    transitions = 1_000_000      # strong; weak scaling gives `transitions_per_dpu` instead
+    transitions = 1_000_000      # strong (or a list of sizes: a data-size study); weak
+                                 # scaling gives `transitions_per_dpu` instead
     dpus = [125, 250, 500, 1000, 2000]
     variants = "all"             # or ["q-fp32-seq", "sarsa-int32-ran", ...]
     tasklets = [16]
@@ -48,7 +49,8 @@ SWEEP_KEYS = {"name", "kind", "envs", "transitions", "transitions_per_dpu", "dpu
 DEFAULT_LEARNER = {"epochs": 1, "alpha": 0.1, "gamma": 0.95, "epsilon": 0.1,
                    "next_action": "logged", "stride": 4, "frac_bits": 16}
 DEFAULT_BASELINES = {"cpu": True, "cpu_threads": "all", "cpu_repeats": 1, "gpu": True,
-                     "gpu_partitions": "dpus", "gpu_repeats": 1, "gpu_threads_per_block": 64}
+                     "gpu_partitions": "dpus", "gpu_repeats": 1, "gpu_threads_per_block": 64,
+                     "c_loop": False, "cpu_quality": False}
 
 #: The parameters of a run, in the order they appear in results.csv.
 PARAM_COLUMNS = ("sweep", "kind", "env", "variant", "algo", "dtype", "sampling", "next_action",
@@ -86,7 +88,8 @@ LEARNER_TYPES = {"epochs": L.EPOCHS, "stride": L.STRIDE, "frac_bits": L.FRAC_BIT
                  "alpha": L.LEARNING_RATE, "gamma": L.DISCOUNT, "epsilon": L.PROBABILITY,
                  "next_action": "string"}
 #: The type of each [baselines] key; a number range with a word is that word or a number.
-BASELINE_TYPES = {"cpu": "boolean", "gpu": "boolean", "cpu_threads": (L.THREADS, "all"),
+BASELINE_TYPES = {"cpu": "boolean", "gpu": "boolean", "c_loop": "boolean",
+                  "cpu_quality": "boolean", "cpu_threads": (L.THREADS, "all"),
                   "cpu_repeats": L.REPEATS, "gpu_repeats": L.REPEATS,
                   "gpu_partitions": (L.DPU_COUNT, "dpus"),
                   "gpu_threads_per_block": L.integer(1, 1024)}
@@ -208,6 +211,9 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         raise ConfigError(f"{where}: unknown [baselines] key(s) {sorted(bad)}; known: "
                           f"{sorted(DEFAULT_BASELINES)}")
     _check_types(baselines, BASELINE_TYPES, where, "baselines.")
+    if baselines["cpu_quality"] and baselines["cpu_repeats"] != 1:
+        raise ConfigError(f"{where}: baselines.cpu_quality times one epoch-by-epoch run; "
+                          f"set cpu_repeats = 1 (got {baselines['cpu_repeats']})")
     if not sweeps:
         raise ConfigError(f"{where}: no [[sweep]] table")
     names = set()
@@ -286,13 +292,16 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
         except ValueError as exc:
             raise ConfigError(f"{w}: {exc}") from None
         key = "transitions" if kind == "strong" else "transitions_per_dpu"
-        s[key] = ints(key, L.TRANSITIONS)[0] if not isinstance(sw[key], list) else None
-        if s[key] is None:
+        if isinstance(sw[key], list) and kind == "weak":
             raise ConfigError(f"{w}: {key} = {_short(sw[key])}: expected {L.TRANSITIONS.describe()}")
+        # A strong sweep may list several dataset sizes (a data-size study): each size is
+        # the prefix of one dataset generated at the largest.
+        sizes = ints(key, L.TRANSITIONS)
+        s[key] = sizes if isinstance(sw[key], list) else sizes[0]
         # Each row's memory, before any row runs: its dataset (and copies), and the DPUs'
         # Q-tables with the host's gathered copy.
-        for d in s["dpus"]:
-            n = s[key] if kind == "strong" else s[key] * d
+        for d, size in product(s["dpus"], sizes):
+            n = size if kind == "strong" else size * d
             if n > L.MAX_TRANSITIONS:
                 raise ConfigError(f"{w}: transitions_per_dpu {s[key]:,} x {d:,} DPUs = {n:,} "
                                   f"transitions, more than the {L.show(L.MAX_TRANSITIONS)} allowed")
@@ -327,15 +336,17 @@ def hardware_for(study_hw: str, n_dpus: int) -> str:
 
 
 def expand_runs(cfg: StudyConfig) -> list[dict]:
-    """Every run of every sweep, in order: sweep, env, variant, aggregator, tasklets, tasklet
-    mode, DPUs."""
+    """Every run of every sweep, in order: sweep, env, dataset size, variant, aggregator,
+    tasklets, tasklet mode, DPUs."""
     runs = []
     for sw in cfg.sweeps:
         lp = sw["learner"]
-        for env, variant, agg, tasklets, mode, d in product(
-                sw["envs"], sw["variants"], sw["aggregators"], sw["tasklets"],
+        sizes = sw["transitions"] if sw["kind"] == "strong" else sw["transitions_per_dpu"]
+        sizes = sizes if isinstance(sizes, list) else [sizes]
+        for env, size, variant, agg, tasklets, mode, d in product(
+                sw["envs"], sizes, sw["variants"], sw["aggregators"], sw["tasklets"],
                 sw["tasklet_modes"], sw["dpus"]):
-            n = sw["transitions"] if sw["kind"] == "strong" else sw["transitions_per_dpu"] * d
+            n = size if sw["kind"] == "strong" else size * d
             runs.append({
                 "sweep": sw["name"], "kind": sw["kind"], "env": env,
                 "variant": variant, **parse_variant(variant),

@@ -500,6 +500,16 @@ def plot_results(result_dir) -> list[str]:
     figdir = d / "figures"
     ensure_folder(figdir)
     written = []
+    # A data-size sweep (several dataset sizes) has its own report; the figures below
+    # compare rows of one size.
+    from pimrl.experiments import datasize
+
+    sized = datasize.data_sweeps(rows)
+    for sweep in sized:
+        datasize.report(_default_mode(rows), sweep, d, figdir, written, _save)
+    rows = [r for r in rows if r["sweep"] not in sized]
+    if not rows:
+        return written
     every = rows
     rows = _default_mode(rows)           # one tasklet mode per sweep for the main figures
     for sweep in _uniq(rows, "sweep"):

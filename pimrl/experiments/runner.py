@@ -59,7 +59,16 @@ RESULT_COLUMNS = (
     "gpu_status", "gpu_partitions", "gpu_lanes", "gpu_h2d_measured_s", "gpu_kernel_measured_s",
     "gpu_d2h_measured_s", "gpu_aggregate_measured_s", "gpu_total_measured_s",
     "gpu_updates_per_s_measured", "gpu_success_rate", "gpu_mean_return",
+) + (
+    # younger columns: a results file written before them lacks them (read as empty)
+    "cpu_c_1t_measured_s", "cpu_c_1t_updates_per_s_measured", "cpu_c_mt_measured_s",
+    "cpu_c_mt_updates_per_s_measured", "cpu_1t_quality_epoch",
+    "cpu_1t_time_to_quality_measured_s", "cpu_mt_quality_epoch",
+    "cpu_mt_time_to_quality_measured_s", "cpu_1t_epochs_run", "cpu_mt_epochs_run",
+    "peak_rss_measured_bytes",
 )
+#: Result columns a results file may lack (written before they existed).
+YOUNGER_COLUMNS = RESULT_COLUMNS[RESULT_COLUMNS.index("cpu_c_1t_measured_s"):]
 #: Who measured a row: the worker of its PIM run, and of its baselines (``local`` or a Dask
 #: worker's address; meta.json's session lists the workers and their hosts).
 WORKER_COLUMNS = ("worker", "baseline_worker")
@@ -86,6 +95,16 @@ COLUMN_NOTES = {
     "quality_curve": "per round: modelled_s:mean_return:success_rate, '|'-separated",
     "cpu_1t": "CPU baseline, 1 thread, one partition (the whole dataset in order)",
     "cpu_mt": "CPU baseline, cpu_threads threads, cpu_partitions partitions averaged",
+    "cpu_c_": "the same CPU baseline written in plain C (kernels/cpu_loop.c; baselines.c_loop)",
+    "_quality_epoch": "first epoch whose greedy policy reaches the optimum within tolerance "
+                      "(baselines.cpu_quality: the CPU run one epoch at a time); empty if none",
+    "_epochs_run": "passes the CPU baseline ran (baselines.cpu_quality: until the optimum, at "
+                   "most epochs); its time and updates/s are those of these passes, and the C "
+                   "loop at that thread count runs as many",
+    "_time_to_quality_measured_s": "measured training time up to that epoch (evaluation "
+                                   "excluded)",
+    "peak_rss_measured_bytes": "peak resident memory of the process that ran the row, so far "
+                               "(getrusage ru_maxrss; measured)",
     "gpu_status": "'measured: <device>' or 'not measured: <reason>' (no figure is invented)",
     "worker": "the process that ran the PIM simulation and evaluation ('local', or a Dask "
               "worker's address listed in meta.json's session)",
@@ -197,8 +216,10 @@ _REQUIRED = ("row_key", *(c for c in PARAM_COLUMNS if c != "transitions_per_dpu"
              "pim_updates", "pim_saturations", "success_rate", "mean_return",
              "optimal_success_rate", "optimal_mean_return", "eval_method", "finished_at", "session")
 _NONNEG = tuple(c for c in RESULT_COLUMNS if c.endswith("_s") or "_per_s_" in c)
-_COUNTS = ("pim_updates", "pim_saturations", "session")
-_POSITIVE_INTS = ("cpu_threads", "cpu_partitions", "gpu_partitions", "gpu_lanes", "eval_horizon")
+_COUNTS = ("pim_updates", "pim_saturations", "session", "peak_rss_measured_bytes")
+_POSITIVE_INTS = ("cpu_threads", "cpu_partitions", "gpu_partitions", "gpu_lanes", "eval_horizon",
+                  "cpu_1t_quality_epoch", "cpu_mt_quality_epoch", "cpu_1t_epochs_run",
+                  "cpu_mt_epochs_run")
 _RATES = tuple(c for c in RESULT_COLUMNS if c.endswith("success_rate"))
 _FINITE = tuple(c for c in RESULT_COLUMNS if c.endswith("mean_return"))
 
@@ -270,7 +291,8 @@ def load_results(path, strict: bool = True):
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames or []
-        lacking = [c for c in COLUMNS if c not in header and c not in WORKER_COLUMNS]
+        lacking = [c for c in COLUMNS if c not in header and c not in WORKER_COLUMNS
+                   and c not in YOUNGER_COLUMNS]
         if lacking:
             raise InvalidResults(f"{path}: header lacks column(s) {', '.join(lacking[:4])}"
                                  f"{' ...' if len(lacking) > 4 else ''}: not the results of this "
@@ -478,28 +500,82 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
                 optimal_success_rate=ev["optimal_success_rate"],
                 optimal_mean_return=ev["optimal_mean_return"], eval_method=ev["method"],
                 eval_horizon=ev["horizon"])
-    cols.update(time_to_quality(tr.rounds_), quality_curve=curve_text(tr.rounds_))
+    cols.update(time_to_quality(tr.rounds_), quality_curve=curve_text(tr.rounds_),
+                peak_rss_measured_bytes=peak_rss_bytes())
     return {"columns": cols, "worker": facts}
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (``ru_maxrss``: KiB on Linux, bytes on
+    macOS); 0 where the platform does not say."""
+    try:
+        import resource
+    except ImportError:                 # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) * (1 if sys.platform == "darwin" else 1024)
+
+
 def cpu_task(run: dict, need: int, threads: int, repeats: int,
-             numba_threads: int | None = None) -> dict:
-    """The CPU baselines (1 thread, and ``threads`` threads) of a row's data and learner."""
-    from pimrl.baselines.cpu import cpu_baseline
+             numba_threads: int | None = None, c_loop: bool = False,
+             quality: bool = False) -> dict:
+    """The CPU baselines (1 thread, and ``threads`` threads) of a row's data and learner;
+    with ``c_loop`` the plain-C loop at both thread counts too; with ``quality`` the numba
+    baselines run one epoch at a time, evaluated after each (evaluation off the clock), and
+    stop at the first within tolerance of the optimum: their times and updates/s are those
+    of the epochs run, and the C loop runs as many."""
+    from pimrl.baselines.cpu import cpu_baseline, cpu_time_to_quality
     from pimrl.cluster import worker_facts
+    from pimrl.learners.params import LearnerParams
+    from pimrl.learners.reference import check_records
 
     facts = worker_facts(numba_threads)
     env, records, params = _env(run["env"]), _dataset(run, need), learner_params(run)
     S, A = env.n_states, env.n_actions
-    one = cpu_baseline(records, S, A, params, threads=1, repeats=repeats)
-    multi = cpu_baseline(records, S, A, params, threads=threads, repeats=repeats, check=False)
-    e1 = _quality(env, one.q, params.gamma)
-    em = _quality(env, multi.q, params.gamma)
-    cols = {"cpu_threads": threads, "cpu_partitions": multi.partitions,
+    cols = {"cpu_threads": threads}
+    epochs_run = {"1t": params.epochs, "mt": params.epochs}
+    if quality:
+        from pimrl.experiments.quality import round_evaluator
+
+        check_records(records, S, A, params)
+        evaluate = round_evaluator(env, params.gamma)
+        for tag, n in (("1t", 1), ("mt", threads)):
+            res = cpu_time_to_quality(records, S, A, params, evaluate, threads=n,
+                                      stop_at_quality=True)
+            ev = _quality(env, res["q"], params.gamma)
+            epochs_run[tag] = res["epochs_run"]
+            cols.update({f"cpu_{tag}_measured_s": res["seconds"],
+                         f"cpu_{tag}_updates_per_s_measured":
+                             len(records) * res["epochs_run"] / res["seconds"],
+                         f"cpu_{tag}_epochs_run": res["epochs_run"],
+                         f"cpu_{tag}_success_rate": ev["success_rate"],
+                         f"cpu_{tag}_mean_return": ev["mean_return"],
+                         f"cpu_{tag}_quality_epoch": res["quality_epoch"],
+                         f"cpu_{tag}_time_to_quality_measured_s":
+                             res["time_to_quality_measured_s"]})
+        cols["cpu_partitions"] = threads
+    else:
+        one = cpu_baseline(records, S, A, params, threads=1, repeats=repeats)
+        multi = cpu_baseline(records, S, A, params, threads=threads, repeats=repeats,
+                             check=False)
+        e1 = _quality(env, one.q, params.gamma)
+        em = _quality(env, multi.q, params.gamma)
+        cols.update({
+            "cpu_partitions": multi.partitions,
             "cpu_1t_measured_s": one.seconds, "cpu_1t_updates_per_s_measured": one.updates_per_s,
-            "cpu_mt_measured_s": multi.seconds, "cpu_mt_updates_per_s_measured": multi.updates_per_s,
+            "cpu_mt_measured_s": multi.seconds,
+            "cpu_mt_updates_per_s_measured": multi.updates_per_s,
             "cpu_1t_success_rate": e1["success_rate"], "cpu_1t_mean_return": e1["mean_return"],
-            "cpu_mt_success_rate": em["success_rate"], "cpu_mt_mean_return": em["mean_return"]}
+            "cpu_mt_success_rate": em["success_rate"], "cpu_mt_mean_return": em["mean_return"]})
+    if c_loop:
+        from pimrl.baselines.c_loop import run_c_loop
+
+        for tag, n in (("1t", 1), ("mt", threads)):
+            same = LearnerParams(**{**params.as_dict(), "epochs": epochs_run[tag]})
+            c = run_c_loop(records, S, A, same, partitions=n, threads=n, repeats=repeats)
+            cols[f"cpu_c_{tag}_measured_s"] = c["train_measured_s"]
+            cols[f"cpu_c_{tag}_updates_per_s_measured"] = (len(records) * epochs_run[tag]
+                                                           / c["train_measured_s"])
     return {"columns": cols, "worker": facts}
 
 
@@ -868,7 +944,8 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
                 dep.append(("cpu", ck))
                 if ("cpu", ck) not in submitted:
                     ex.submit(("cpu", ck), cpu_task, run, need_of(run), threads,
-                              int(bl["cpu_repeats"]), nt)
+                              int(bl["cpu_repeats"]), nt, bool(bl["c_loop"]),
+                              bool(bl["cpu_quality"]))
         if gpu_ok:
             if bl["gpu_partitions"] == "dpus":
                 parts, lanes = run["n_dpus"], run["tasklets"]

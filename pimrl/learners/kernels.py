@@ -139,7 +139,7 @@ def sat32(x, n):
 # add and a jump) instead of two compares of the int64 result: the result leaves the int32
 # range exactly when the 32-bit operation overflows, and then has a's sign. With the one-lane
 # loops' shapes below, Q-learning INT32 SEQ went from 222 to 246-266 M updates/s on one
-# thread; benchmarks/cpu_loop.c takes the same test (5-10 % faster).
+# thread; kernels/cpu_loop.c takes the same test (5-10 % faster).
 @njit(cache=True, inline="always")
 def add_sat32(a, b, n):
     """sat32(a + b) of two int32: (value, ``n`` plus 1 if it saturated)."""

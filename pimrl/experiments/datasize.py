@@ -1,0 +1,253 @@
+"""The data-size study's report (``experiments/scale.toml``): throughput and time to quality
+of every system against the dataset size, the table behind them, and the crossover.
+
+A sweep whose rows hold more than one dataset size (``transitions = [...]``) is a data-size
+sweep. For each variant and size it compares:
+
+- PIM at the sweep's DPU count, one line per aggregator (**modelled** by the cost model:
+  the whole run, transfers included);
+- the CPU baselines, numba at 1 and ``cpu_threads`` threads and (``baselines.c_loop``) the
+  plain-C loop at both (**measured** on the machine in meta.json).
+
+Time to quality is PIM's modelled time to the first round within tolerance of the optimum,
+and the CPU's measured training time to the first epoch within it (``baselines.cpu_quality``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pimrl.io import atomic_write_text
+
+#: The CPU systems: (label, updates/s column, time-to-quality column or None).
+CPU_SYSTEMS = (
+    ("CPU numba 1T", "cpu_1t_updates_per_s_measured", "cpu_1t_time_to_quality_measured_s"),
+    ("CPU numba {t}T", "cpu_mt_updates_per_s_measured", "cpu_mt_time_to_quality_measured_s"),
+    ("CPU C 1T", "cpu_c_1t_updates_per_s_measured", None),
+    ("CPU C {t}T", "cpu_c_mt_updates_per_s_measured", None),
+)
+PIM_STYLE = {"color": "#C44E52", "marker": "o"}
+CPU_COLORS = ("#4C72B0", "#55A868", "#8172B2", "#937860")
+
+
+def _num(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def data_sweeps(rows) -> list:
+    """The names of the sweeps whose rows hold more than one dataset size."""
+    sizes: dict = {}
+    for r in rows:
+        if r["kind"] == "strong":          # a weak sweep's size grows with its DPUs
+            sizes.setdefault(r["sweep"], set()).add(r["n_transitions"])
+    return [s for s, n in sizes.items() if len(n) > 1]
+
+
+def _sizes(rows) -> list:
+    return sorted({int(r["n_transitions"]) for r in rows})
+
+
+def _ordered(rows, col) -> list:
+    out = []
+    for r in rows:
+        if r[col] not in out:
+            out.append(r[col])
+    return out
+
+
+def systems(rows) -> list:
+    """[(label, kind, {(variant, size): (updates_per_s, time_to_quality_s)})] of a data-size
+    sweep's rows: one PIM system per aggregator, then the CPU systems that were measured."""
+    threads = next((r["cpu_threads"] for r in rows if r.get("cpu_threads")), "?")
+    dpus = max(int(r["n_dpus"]) for r in rows)
+    out = []
+    for agg in _ordered(rows, "aggregator"):
+        points = {}
+        for r in rows:
+            if r["aggregator"] == agg and int(r["n_dpus"]) == dpus:
+                points[(r["variant"], int(r["n_transitions"]))] = (
+                    _num(r["pim_updates_per_s_modelled"]), _num(r["time_to_quality_modelled_s"]))
+        out.append((f"PIM {dpus:,} DPUs, {agg}", "modelled", points))
+    for label, rate_col, ttq_col in CPU_SYSTEMS:
+        points = {}
+        for r in rows:
+            rate = _num(r.get(rate_col))
+            if np.isfinite(rate):
+                points[(r["variant"], int(r["n_transitions"]))] = (
+                    rate, _num(r.get(ttq_col)) if ttq_col else float("nan"))
+        if points:
+            out.append((label.format(t=threads), "measured", points))
+    return out
+
+
+def _best(systems_, kind, variant, size, index=0, low=False):
+    """(label, value) of the best system of ``kind`` at (variant, size): the highest
+    throughput (index 0) or the lowest time to quality (index 1, ``low``)."""
+    best = None
+    for label, k, points in systems_:
+        v = points.get((variant, size), (np.nan, np.nan))[index]
+        if k != kind or not np.isfinite(v):
+            continue
+        if best is None or (v < best[1] if low else v > best[1]):
+            best = (label, v)
+    return best
+
+
+def _ahead_from(sizes, ratios):
+    """The smallest size from which every ratio (PIM over CPU) is above 1, or None."""
+    for i in range(len(sizes)):
+        if all(r > 1 for r in ratios[i:]):
+            return sizes[i]
+    return None
+
+
+def crossover(rows) -> dict:
+    """Per variant: the smallest size from which PIM's best throughput (modelled) stays above
+    the best CPU's (measured), PIM's ratio at the largest size, and the same for time to
+    quality where both reached it."""
+    sys_ = systems(rows)
+    sizes = _sizes(rows)
+    out = {}
+    for v in _ordered(rows, "variant"):
+        ratios, ttq = [], []
+        for n in sizes:
+            pim, cpu = _best(sys_, "modelled", v, n), _best(sys_, "measured", v, n)
+            ratios.append(pim[1] / cpu[1] if pim and cpu else np.nan)
+            pim_q, cpu_q = (_best(sys_, "modelled", v, n, 1, True),
+                            _best(sys_, "measured", v, n, 1, True))
+            ttq.append(cpu_q[1] / pim_q[1] if pim_q and cpu_q else np.nan)
+        out[v] = {"sizes": sizes, "throughput_ratio": ratios,
+                  "pim_wins_from": _ahead_from(sizes, ratios), "ratio_at_largest": ratios[-1],
+                  "time_to_quality_ratio": ttq, "pim_sooner_from": _ahead_from(sizes, ttq),
+                  "time_to_quality_ratio_at_largest": ttq[-1]}
+    return out
+
+
+def _fmt_rate(x) -> str:
+    return "-" if not np.isfinite(x) else f"{x / 1e6:,.1f}"
+
+
+def _fmt_s(x) -> str:
+    if not np.isfinite(x):
+        return "not reached"
+    return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
+
+
+def _size(n: int) -> str:
+    return f"{n // 2**20}Mi" if n % 2**20 == 0 else (f"{n / 1e6:g}M" if n >= 1e6 else f"{n:,}")
+
+
+def scale_table(rows) -> str:
+    """Markdown: per variant and size, every system's updates/s and time to quality, and
+    PIM's ratio to the best CPU; then the crossover per variant."""
+    sys_ = systems(rows)
+    r0 = rows[0]
+    lines = [f"Environment {r0['env']}, {r0['epochs']} passes, {r0['tasklets']} tasklets "
+             f"({r0.get('tasklet_mode') or 'ring'}). Throughput in M updates/s; PIM **modelled** "
+             f"(the whole run, transfers included), CPU **measured** on the machine in "
+             f"meta.json. Time to quality: to the first round (PIM) or epoch (CPU) whose greedy "
+             f"policy is within tolerance of the optimum (exact evaluation).", ""]
+    head = ["variant", "transitions"] + [s[0] for s in sys_] + ["PIM / best CPU"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in _ordered(rows, "variant"):
+        for n in _sizes(rows):
+            pim, cpu = _best(sys_, "modelled", v, n), _best(sys_, "measured", v, n)
+            cells = [v, _size(n)] + [_fmt_rate(p.get((v, n), (np.nan,))[0]) for _, _, p in sys_]
+            cells.append(f"{pim[1] / cpu[1]:.1f}x" if pim and cpu else "-")
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Time to quality (PIM modelled, CPU measured):", ""]
+    ttq_sys = [s for s in sys_ if any(np.isfinite(x[1]) or s[1] == "modelled"
+                                      for x in s[2].values())
+               and (s[1] == "modelled" or "numba" in s[0])]
+    head = ["variant", "transitions"] + [s[0] for s in ttq_sys]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in _ordered(rows, "variant"):
+        for n in _sizes(rows):
+            cells = [v, _size(n)] + [_fmt_s(p.get((v, n), (np.nan, np.nan))[1])
+                                     for _, _, p in ttq_sys]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Crossover (PIM's best aggregator, modelled, against the best CPU system, "
+                  "measured):", ""]
+    for v, c in crossover(rows).items():
+        largest = _size(c["sizes"][-1])
+        where = (f"PIM's updates/s are ahead from {_size(c['pim_wins_from'])} transitions on"
+                 if c["pim_wins_from"] is not None else "PIM's updates/s are not ahead at "
+                 "the largest size")
+        soon = c["time_to_quality_ratio_at_largest"]
+        when = (f"it reaches the optimum sooner from {_size(c['pim_sooner_from'])} on"
+                if c["pim_sooner_from"] is not None else "it does not reach the optimum sooner "
+                "at the largest size")
+        lines.append(f"- {v}: {where} ({c['ratio_at_largest']:.1f}x the best CPU's at "
+                     f"{largest}); {when} ("
+                     + (f"{soon:.1f}x" if np.isfinite(soon) else "not comparable")
+                     + f" at {largest}).")
+    return "\n".join(lines) + "\n"
+
+
+def plot_data_size(rows, sweep: str, figdir: Path, written: list, save) -> None:
+    """Two figures, one panel per variant, log-log against the dataset size: throughput and
+    time to quality, one line per system."""
+    import matplotlib.pyplot as plt
+
+    sys_ = systems(rows)
+    variants = _ordered(rows, "variant")
+    sizes = _sizes(rows)
+    for name, index, ylabel in (("throughput", 0, "updates / s"),
+                                ("time_to_quality", 1, "time to the optimum (s)")):
+        cols = min(len(variants), 2)
+        nrows = -(-len(variants) // cols)
+        fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.6 * nrows), squeeze=False,
+                                 sharex=True)
+        handles = {}
+        for ax, v in zip(axes.ravel(), variants):
+            k = 0
+            for label, kind, points in sys_:
+                if index == 1 and kind == "measured" and "numba" not in label:
+                    continue                       # the C loop is timed for throughput only
+                xs = [n for n in sizes if np.isfinite(points.get((v, n), (np.nan,) * 2)[index])]
+                if not xs:
+                    continue
+                ys = [points[(v, n)][index] for n in xs]
+                style = (dict(PIM_STYLE, linestyle="-" if label.endswith("mean") else "--")
+                         if kind == "modelled"
+                         else {"color": CPU_COLORS[k % len(CPU_COLORS)], "marker": "s",
+                               "linestyle": "-" if "numba" in label else ":"})
+                if kind == "measured":
+                    k += 1
+                line, = ax.plot(xs, ys, label=f"{label} ({kind})", **style)
+                handles.setdefault(line.get_label(), line)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(v)
+            ax.set_xlabel("transitions in the dataset")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, which="both", alpha=0.3)
+        for ax in axes.ravel()[len(variants):]:
+            ax.set_visible(False)
+        what = ("throughput" if index == 0 else
+                "time to the optimum (a missing point: not reached within the passes)")
+        fig.suptitle(f"{rows[0]['env']}: {what} against the dataset size "
+                     f"(PIM modelled, CPU measured)")
+        if handles:
+            fig.legend(list(handles.values()), list(handles), loc="lower center",
+                       ncol=min(3, len(handles)),
+                       bbox_to_anchor=(0.5, -0.02 - 0.03 * (len(handles) // 3)))
+        else:
+            fig.text(0.5, 0.02, "no system reached the optimum within its passes",
+                     ha="center")
+        fig.tight_layout(rect=(0, 0.06 + 0.03 * (len(handles) // 3), 1, 1))
+        save(fig, figdir, f"{name}_{sweep}", written)
+        plt.close(fig)
+
+
+def report(rows, sweep: str, result_dir: Path, figdir: Path, written: list, save) -> None:
+    """The figures and ``scale_<sweep>.md`` of one data-size sweep."""
+    sr = [r for r in rows if r["sweep"] == sweep]
+    plot_data_size(sr, sweep, figdir, written, save)
+    p = Path(result_dir) / f"scale_{sweep}.md"
+    atomic_write_text(p, scale_table(sr))
+    written.append(str(p))
