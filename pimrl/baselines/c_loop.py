@@ -28,8 +28,7 @@ from pimrl.learners.variants import (
     P_ALPHA32, P_ALPHA_FX, P_EPS, P_GAMMA32, P_GAMMA_FX, Variant,
 )
 
-KERNEL_SOURCES = resources.ROOT / "kernels"     # the C loop and the DPU kernels' shared headers
-SOURCE = KERNEL_SOURCES / "cpu_loop.c"
+SOURCE = resources.KERNEL_DIR / "cpu_loop.c"     # beside the DPU kernels, whose headers it shares
 HEADERS = ("swiftrl_variants.h", "swiftrl_arith.h")
 CFLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-pthread"]
 
@@ -44,8 +43,8 @@ def build(variant: Variant, build_dir: Path | None = None) -> Path:
     if cc is None:
         raise RuntimeError("no C compiler (cc or gcc, or $CC) to build the C loop")
     defines = {**variant.c_defines(), "DRAW": variant.codes()["next_action"]}
-    flags = CFLAGS + [f"-I{KERNEL_SOURCES}"] + [f"-D{k}={v}" for k, v in defines.items()]
-    sources = SOURCE.read_bytes() + b"".join((KERNEL_SOURCES / h).read_bytes() for h in HEADERS)
+    flags = CFLAGS + [f"-I{resources.KERNEL_DIR}"] + [f"-D{k}={v}" for k, v in defines.items()]
+    sources = SOURCE.read_bytes() + b"".join((resources.KERNEL_DIR / h).read_bytes() for h in HEADERS)
     tag = hashlib.sha256(sources + " ".join([cc] + flags).encode()).hexdigest()[:12]
     out_dir = build_dir or Path(tempfile.gettempdir()) / "pimrl-cpu-loop"
     out_dir.mkdir(parents=True, exist_ok=True)
