@@ -221,3 +221,36 @@ def test_sample_outcome_frequencies_and_numba_twin():
     for s, a, uu in [(0, 0, 0.0), (6, 1, 0.5), (6, 3, 0.34), (15, 2, 0.9), (14, 2, 0.99999)]:
         assert sample_outcome_nb(env.cum_prob, s, a, uu) == sample_outcome(env, s, a, uu)
     assert (env.cum_prob[..., -1] == 1.0).all()
+
+
+def test_copies_tile_the_tables_and_keep_the_optimum():
+    """K independent copies: copy c's outcomes are copy 0's shifted by c * S, an episode
+    starts in a uniformly drawn copy, and the optimum (value iteration, exact evaluation) is
+    the single copy's; a policy that is optimal in every copy but one falls short."""
+    from pimrl.envs import evaluate_against_optimum
+    from pimrl.envs.planning import value_iteration
+
+    one, three = make("Taxi-v3"), make("Taxi-v3:copies=3")
+    assert three.env_id == "Taxi-v3:copies=3" and make(three.env_id).n_states == 1500
+    assert three.n_states == 3 * one.n_states and three.n_actions == one.n_actions
+    for c in range(3):
+        block = slice(c * 500, (c + 1) * 500)
+        np.testing.assert_array_equal(three.next_state[block], one.next_state + c * 500)
+        np.testing.assert_array_equal(three.reward[block], one.reward)
+        np.testing.assert_array_equal(three.goal[block], one.goal)
+        np.testing.assert_allclose(three.initial_dist[block], one.initial_dist / 3)
+    q_one = value_iteration(one, 0.95)[0]
+    q = np.tile(q_one, (3, 1))
+    ev = evaluate_against_optimum(three, q, 0.95)
+    single = evaluate_against_optimum(one, q_one, 0.95)
+    assert ev["optimal_mean_return"] == pytest.approx(single["optimal_mean_return"])
+    assert ev["mean_return"] == pytest.approx(single["optimal_mean_return"])
+    q[1000:] = 0.0                          # copy 2 left unlearned
+    assert evaluate_against_optimum(three, q, 0.95)["mean_return"] < ev["mean_return"] - 1
+
+
+def test_copies_are_bounded():
+    with pytest.raises(ValueError, match="copies"):
+        make("Taxi-v3:copies=0")
+    with pytest.raises(ValueError, match="outcome entries"):
+        make("FrozenLake-v1:size=1024,copies=100")

@@ -21,7 +21,7 @@ from pimrl.partition import even_bounds, lane_bounds
 from pimrl.learners.aggregate import parse_aggregate
 from pimrl.pim.hardware import get_hardware
 from pimrl.swiftrl.owned import (
-    kernel_values, merge_edges, plan_owners, policy_weights, reference_owned,
+    kernel_values, local_ids, merge_edges, plan_owners, policy_weights, reference_owned,
 )
 from pimrl.swiftrl.trainer import PimTrainer
 
@@ -439,3 +439,61 @@ def test_own_rounds_keep_the_optimum_at_2000_dpus_in_rows_mode(env_id):
         assert ev["mean_return"] >= ev["optimal_mean_return"] - 1e-6, mode
         times[mode] = tr.timings_.modelled_total_s
     assert times["rows"] < times["ring"]
+
+
+# --------------------------------------------------------------------------- local layout
+@pytest.mark.parametrize("dtype,sampling,mode,algo,next_action", [
+    ("fp32", "seq", "rows", "q", "logged"), ("int32", "ran", "rows", "q", "logged"),
+    ("fp32", "ran", "ring", "sarsa", "logged"), ("int32", "str", "rows", "sarsa",
+                                                 "epsilon-greedy")])
+def test_local_layout_is_bit_exact_with_the_global_one(dtype, sampling, mode, algo,
+                                                       next_action):
+    """Each DPU holding only its rows and its halo's values learns the global layout's
+    tables bit for bit, with the same work counted; only the exchange differs."""
+    rec = skewed_records()
+    p = LearnerParams(algo=algo, epochs=6, dtype=dtype, sampling=sampling, tasklet_mode=mode,
+                      next_action=next_action, epsilon=0.3)
+    q_ref, raw_ref, plan = reference_owned(rec, S, A, p, 7, 3, 3)
+    glob = PimTrainer(p, n_dpus=7, tasklets=3, aggregate="own:3",
+                      own_layout="global").fit(rec, S, A)
+    loc = PimTrainer(p, n_dpus=7, tasklets=3, aggregate="own:3", own_layout="local",
+                     keep_dpu_tables=True).fit(rec, S, A)
+    assert (glob.own_layout_, loc.own_layout_) == ("global", "local")
+    assert glob.program_states_ == S and loc.program_states_ <= S
+    assert np.array_equal(loc.q_, q_ref) and np.array_equal(glob.q_, q_ref)
+    assert np.array_equal(loc.counters_, glob.counters_)
+    for d in range(7):      # a DPU's local row k is its state own_lo + k
+        lo, hi = plan.own[d]
+        assert np.array_equal(loc.dpu_tables_[d, : hi - lo].view(np.uint32),
+                              raw_ref[d, lo:hi].view(np.uint32))
+
+
+def test_local_ids_renumber_ranges_and_halos():
+    # 3 states per DPU range; DPU 0 owns 0-1 and leads to 5 and 3; DPU 1 owns 2-4, leads to 0.
+    rec = records_of(np.array([0, 1, 1, 2, 3, 4]), np.zeros(6, int))
+    rec["next_state"] = [5, 3, 1, 0, 4, 2]
+    plan = plan_owners(rec, 6, 1, 2)
+    ids = local_ids(plan, rec[plan.order], 6)
+    assert plan.own.tolist() == [[0, 2], [2, 5]]
+    assert ids.records["state"].tolist() == [0, 1, 1, 0, 1, 2]
+    assert ids.records["next_state"].tolist() == [3, 2, 1, 3, 2, 0]
+    assert ids.n_local == 4
+    assert ids.halo.tolist() == [[0, 1, 3, 5], [2, 3, 4, 0]]
+    v = np.arange(10, 16, dtype=np.float32)
+    assert ids.values(v).tolist() == [[10, 11, 13, 15], [12, 13, 14, 10]]
+
+
+def test_a_table_larger_than_wram_is_learned_in_the_local_layout():
+    """CliffWalking x 64 (3,072 states, a 48 KiB table: more than WRAM holds beside the
+    buffers): the default layout is local, and the tables equal the oracle's."""
+    env = make("CliffWalking-v1:copies=64")
+    rec = generate_dataset(env, 40_000, seed=1)
+    p = LearnerParams(epochs=4, sampling="ran")
+    tr = PimTrainer(p, n_dpus=16, tasklets=4, aggregate="own:2").fit(rec, env.n_states,
+                                                                     env.n_actions)
+    assert tr.own_layout_ == "local" and tr.program_states_ < env.n_states // 4
+    with pytest.raises(ValueError, match="WRAM"):
+        PimTrainer(p, n_dpus=16, tasklets=4, aggregate="own:2",
+                   own_layout="global").fit(rec, env.n_states, env.n_actions)
+    q_ref, _, _ = reference_owned(rec, env.n_states, env.n_actions, p, 16, 4, 2)
+    assert np.array_equal(tr.q_, q_ref)

@@ -155,3 +155,49 @@ def test_results_written_before_the_younger_columns_still_load(tmp_path):
     assert not set(YOUNGER_COLUMNS) & set(header)
     rows, bad = load_results(src)
     assert rows and not bad
+
+
+TABLES = """
+[study]
+name = "tables"
+seed = 1
+
+[learner]
+epochs = 2
+
+[baselines]
+cpu_threads = "all"
+gpu = false
+c_loop = false
+cpu_quality = true
+
+[[sweep]]
+name = "tables"
+kind = "strong"
+envs = ["CliffWalking-v1", "CliffWalking-v1:copies=8"]
+transitions = [6000]
+dpus = [4]
+variants = ["q-fp32-seq"]
+tasklets = [4]
+aggregators = ["own:2"]
+"""
+
+
+def test_the_table_size_sweep_report(tmp_path):
+    """One dataset size, tables of several sizes (copies of one environment): the report's
+    axis is the Q-table's bytes, and the crossover is computed over them."""
+    cfg = tmp_path / "tables.toml"
+    cfg.write_text(TABLES)
+    out = tmp_path / "out"
+    report = run_scale(cfg, out, progress=False)
+    assert report.failed_rows == [] and report.computed_rows == 2
+    rows, _ = load_results(out / "results.csv")
+    assert datasize.size_sweeps(rows) == [("tables", "table")]
+    assert datasize.data_sweeps(rows) == []
+    cross = datasize.crossover(rows, "table")
+    assert cross["q-fp32-seq"]["sizes"] == [48 * 4 * 4, 8 * 48 * 4 * 4]
+    written = {Path(p).name for p in plot_results(out)}
+    assert {"throughput_tables.png", "time_to_quality_tables.png", "scale_tables.md"} <= written
+    text = (out / "scale_tables.md").read_text()
+    assert "| variant | Q-table |" in text and "768 B" not in text
+    assert "| q-fp32-seq | 0.8 KiB |" in text and "| q-fp32-seq | 6.0 KiB |" in text

@@ -3,7 +3,8 @@
 A spec string is ``Name[:key=value,key=value]`` for pimrl's own environments, or
 ``gym:ID[,key=value,...]`` for any Gymnasium environment with a transition table
 (:mod:`pimrl.envs.gymnasium_env`). For example ``FrozenLake-v1``,
-``FrozenLake-v1:slippery=0``, ``FrozenLake-v1:seed=7,size=32``, ``CliffWalking-v1:max_steps=500``.
+``FrozenLake-v1:slippery=0``, ``FrozenLake-v1:seed=7,size=32``, ``CliffWalking-v1:max_steps=500``,
+``Taxi-v3:copies=4096`` (4,096 independent Taxis side by side: 2,048,000 states).
 Every value is a bounded non-negative integer (:mod:`pimrl.limits`). ``env.env_id`` is canonical: the registered name
 (aliases resolved), keys sorted, options equal to their default omitted.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
+
+import numpy as np
 
 from pimrl.envs import toy_text
 from pimrl.envs.core import TabularEnv
@@ -39,12 +42,36 @@ class _Entry:
 
 _SLIPPERY = _Option(1, integer(0, 1))
 _MAX_STEPS = _Option(None, EPISODE_STEPS)
+#: K copies side by side: a table K times larger with the same dynamics (tables that outgrow
+#: the CPU's caches and a DPU's WRAM). 8,192 copies of Taxi are 4.1M states.
+MAX_COPIES = 1 << 16
+MAX_TABLE_ENTRIES = 1 << 28      # S x A x K: 5.6 GB of outcome tables
+_COPIES = _Option(1, integer(1, MAX_COPIES), "independent copies, state = copy * S + state")
+
+
+def tile_copies(tables, copies: int):
+    """``copies`` independent copies of the outcome tables side by side: state ``c * S + s``
+    is state ``s`` of copy ``c``; every outcome stays in its copy, and an episode starts in a
+    copy drawn uniformly (the start distribution divided by ``copies``). Its optimum is each
+    copy's, so exact evaluation and value iteration give the one copy's answers."""
+    if copies == 1:
+        return tables
+    next_state, prob, reward, terminated, initial, goal = tables
+    n_states = next_state.shape[0]
+    offset = (np.arange(copies, dtype=np.int64) * n_states)[:, None, None, None]
+    tiled_next = (offset + next_state[None]).astype(np.int32).reshape(-1, *next_state.shape[1:])
+
+    def tile(x):
+        return np.broadcast_to(x[None], (copies,) + x.shape).reshape(-1, *x.shape[1:])
+
+    return (tiled_next, tile(prob), tile(reward), tile(terminated),
+            tile(np.asarray(initial, np.float64)) / copies, tile(goal))
 
 
 def _frozen_lake_shape(map_name):
     def shape(opts):
         side = opts.get("size") or (4 if map_name == "4x4" else 8)
-        return side * side, 4, 3 if opts.get("slippery", 1) else 1
+        return side * side * opts.get("copies", 1), 4, 3 if opts.get("slippery", 1) else 1
     return shape
 
 
@@ -77,11 +104,14 @@ REGISTRY: dict[str, _Entry] = {
         # 1024 x 1024 = 1M states already takes about 250 MB of tables.
         "size": _Option(None, integer(2, 1024), "a generated size x size map"),
         "seed": _Option(0, SEED, "with size"),
-        "max_steps": _MAX_STEPS}, _frozen_lake_shape("4x4")),
-    "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS},
+        "max_steps": _MAX_STEPS, "copies": _COPIES}, _frozen_lake_shape("4x4")),
+    "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS,
+                                                     "copies": _COPIES},
                                _frozen_lake_shape("8x8")),
-    "Taxi-v3": _Entry(_taxi, {"max_steps": _MAX_STEPS}, lambda opts: (500, 6, 1)),
-    "CliffWalking-v1": _Entry(_cliff_walking, {"max_steps": _MAX_STEPS}, lambda opts: (48, 4, 1)),
+    "Taxi-v3": _Entry(_taxi, {"max_steps": _MAX_STEPS, "copies": _COPIES},
+                      lambda opts: (500 * opts.get("copies", 1), 6, 1)),
+    "CliffWalking-v1": _Entry(_cliff_walking, {"max_steps": _MAX_STEPS, "copies": _COPIES},
+                              lambda opts: (48 * opts.get("copies", 1), 4, 1)),
 }
 #: other names accepted for registered environments
 ALIASES = {"Taxi-v4": "Taxi-v3"}
@@ -167,6 +197,11 @@ def make(env_id: str, **overrides) -> TabularEnv:
         return make_gym(env_id)
     name, opts = parse_spec(env_id, **overrides)
     entry = REGISTRY[name]
+    entries = int(np.prod(entry.shape(opts))) if entry.shape is not None else 0
+    if entries > MAX_TABLE_ENTRIES:         # before any table is built
+        raise ValueError(f"{env_id}: {'x'.join(map(str, entry.shape(opts)))} makes "
+                         f"{entries:,} outcome entries; at most {MAX_TABLE_ENTRIES:,} (about "
+                         f"21 B each) are built (fewer copies or a smaller size)")
     tables, limit, description, desc = entry.build(opts)
     if opts.get("max_steps") == limit:
         del opts["max_steps"]
@@ -175,7 +210,7 @@ def make(env_id: str, **overrides) -> TabularEnv:
     if "size" in opts:            # a generated map always names its seed
         shown["seed"] = opts["seed"]
     canonical = name + (":" + ",".join(f"{k}={shown[k]}" for k in sorted(shown)) if shown else "")
-    next_state, prob, reward, terminated, initial, goal = tables
+    next_state, prob, reward, terminated, initial, goal = tile_copies(tables, opts["copies"])
     return TabularEnv(next_state=next_state, prob=prob, reward=reward, terminated=terminated,
                       initial_dist=initial, goal=goal, max_episode_steps=max_steps,
                       env_id=canonical, description=description, desc=desc)

@@ -305,7 +305,13 @@ def parse_config(raw: dict, path: str = "<config>", text: str | None = None) -> 
             if n > L.MAX_TRANSITIONS:
                 raise ConfigError(f"{w}: transitions_per_dpu {s[key]:,} x {d:,} DPUs = {n:,} "
                                   f"transitions, more than the {L.show(L.MAX_TRANSITIONS)} allowed")
-            tables = max(S * A for S, A, *_ in shapes) * 4 * 2 * d
+            if all(parse_aggregate(a).name == "own" for a in s["aggregators"]):
+                # state ownership: each DPU at most a WRAM's worth (its share in the local
+                # layout), the host its tables
+                table = max(S * A for S, A, *_ in shapes) * 4
+                tables = table * 4 + min(table, 64 << 10) * d
+            else:
+                tables = max(S * A for S, A, *_ in shapes) * 4 * 2 * d
             try:
                 L.check_memory(n * ROW_BYTES_PER_TRANSITION + tables,
                                f"{w}: a row of {n:,} transitions on {d:,} DPUs")

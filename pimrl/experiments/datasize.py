@@ -1,8 +1,11 @@
-"""The data-size study's report (``experiments/scale.toml``): throughput and time to quality
-of every system against the dataset size, the table behind them, and the crossover.
+"""The scale study's report (``experiments/scale.toml``): throughput and time to quality of
+every system against the dataset size or the Q-table's size, the table behind them, and the
+crossover.
 
-A sweep whose rows hold more than one dataset size (``transitions = [...]``) is a data-size
-sweep. For each variant and size it compares:
+A strong sweep whose rows hold more than one dataset size (``transitions = [...]``) is a
+data-size sweep; one whose rows hold one size and several tables (``envs = [...]``, e.g.
+``Taxi-v3:copies=K``) is a table-size sweep, its axis the Q-table's bytes (S x A x 4). For
+each variant and size it compares:
 
 - PIM at the sweep's DPU count, one line per aggregator (**modelled** by the cost model:
   the whole run, transfers included);
@@ -38,17 +41,53 @@ def _num(x) -> float:
         return float("nan")
 
 
+def table_bytes(env_id: str) -> int | None:
+    """The Q-table's bytes of an environment id (S x A x 4: FP32 and INT32 alike), or None
+    for an id whose size is known only once made (Gymnasium)."""
+    from pimrl.envs.registry import table_shape
+
+    shape = table_shape(env_id)
+    return None if shape is None else 4 * shape[0] * shape[1]
+
+
+#: The axes of a size sweep: (row -> size, the axis label, the table's column head).
+AXES = {
+    "transitions": (lambda r: int(r["n_transitions"]), "transitions in the dataset",
+                    "transitions"),
+    "table": (lambda r: table_bytes(r["env"]), "Q-table bytes (S x A x 4)", "Q-table"),
+}
+
+
+def size_sweeps(rows) -> list:
+    """[(sweep, axis)] of the strong sweeps (a weak sweep's size grows with its DPUs) whose
+    rows hold more than one dataset size (axis ``transitions``), or one size and more than
+    one table size (axis ``table``)."""
+    sizes: dict = {}
+    tables: dict = {}
+    for r in rows:
+        if r["kind"] == "strong":
+            sizes.setdefault(r["sweep"], set()).add(r["n_transitions"])
+            tables.setdefault(r["sweep"], set()).add(table_bytes(r["env"]))
+    out = []
+    for sweep, n in sizes.items():
+        if len(n) > 1:
+            out.append((sweep, "transitions"))
+        elif len(tables[sweep]) > 1 and None not in tables[sweep]:
+            out.append((sweep, "table"))
+    return out
+
+
 def data_sweeps(rows) -> list:
     """The names of the sweeps whose rows hold more than one dataset size."""
-    sizes: dict = {}
-    for r in rows:
-        if r["kind"] == "strong":          # a weak sweep's size grows with its DPUs
-            sizes.setdefault(r["sweep"], set()).add(r["n_transitions"])
-    return [s for s, n in sizes.items() if len(n) > 1]
+    return [s for s, axis in size_sweeps(rows) if axis == "transitions"]
 
 
-def _sizes(rows) -> list:
-    return sorted({int(r["n_transitions"]) for r in rows})
+def _x(r, axis="transitions") -> int:
+    return AXES[axis][0](r)
+
+
+def _sizes(rows, axis="transitions") -> list:
+    return sorted({_x(r, axis) for r in rows})
 
 
 def _ordered(rows, col) -> list:
@@ -59,8 +98,8 @@ def _ordered(rows, col) -> list:
     return out
 
 
-def systems(rows) -> list:
-    """[(label, kind, {(variant, size): (updates_per_s, time_to_quality_s)})] of a data-size
+def systems(rows, axis="transitions") -> list:
+    """[(label, kind, {(variant, size): (updates_per_s, time_to_quality_s)})] of a size
     sweep's rows: one PIM system per aggregator, then the CPU systems that were measured."""
     threads = next((r["cpu_threads"] for r in rows if r.get("cpu_threads")), "?")
     dpus = max(int(r["n_dpus"]) for r in rows)
@@ -69,7 +108,7 @@ def systems(rows) -> list:
         points = {}
         for r in rows:
             if r["aggregator"] == agg and int(r["n_dpus"]) == dpus:
-                points[(r["variant"], int(r["n_transitions"]))] = (
+                points[(r["variant"], _x(r, axis))] = (
                     _num(r["pim_updates_per_s_modelled"]), _num(r["time_to_quality_modelled_s"]))
         out.append((f"PIM {dpus:,} DPUs, {agg}", "modelled", points))
     for label, rate_col, ttq_col in CPU_SYSTEMS:
@@ -77,7 +116,7 @@ def systems(rows) -> list:
         for r in rows:
             rate = _num(r.get(rate_col))
             if np.isfinite(rate):
-                points[(r["variant"], int(r["n_transitions"]))] = (
+                points[(r["variant"], _x(r, axis))] = (
                     rate, _num(r.get(ttq_col)) if ttq_col else float("nan"))
         if points:
             out.append((label.format(t=threads), "measured", points))
@@ -105,12 +144,12 @@ def _ahead_from(sizes, ratios):
     return None
 
 
-def crossover(rows) -> dict:
+def crossover(rows, axis="transitions") -> dict:
     """Per variant: the smallest size from which PIM's best throughput (modelled) stays above
     the best CPU's (measured), PIM's ratio at the largest size, and the same for time to
     quality where both reached it."""
-    sys_ = systems(rows)
-    sizes = _sizes(rows)
+    sys_ = systems(rows, axis)
+    sizes = _sizes(rows, axis)
     out = {}
     for v in _ordered(rows, "variant"):
         ratios, ttq = [], []
@@ -137,48 +176,56 @@ def _fmt_s(x) -> str:
     return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
 
 
-def _size(n: int) -> str:
+def _size(n: int, axis="transitions") -> str:
+    if axis == "table":
+        return (f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n / 2**10:,.1f} KiB")
     return f"{n // 2**20}Mi" if n % 2**20 == 0 else (f"{n / 1e6:g}M" if n >= 1e6 else f"{n:,}")
 
 
-def scale_table(rows) -> str:
+def scale_table(rows, axis="transitions") -> str:
     """Markdown: per variant and size, every system's updates/s and time to quality, and
     PIM's ratio to the best CPU; then the crossover per variant."""
-    sys_ = systems(rows)
+    sys_ = systems(rows, axis)
     r0 = rows[0]
-    lines = [f"Environment {r0['env']}, {r0['epochs']} passes, {r0['tasklets']} tasklets "
+    where = (f"Environment {r0['env']}" if axis == "transitions" else
+             f"Environments {', '.join(_ordered(rows, 'env'))} "
+             f"({int(r0['n_transitions']):,} transitions)")
+    lines = [f"{where}, {r0['epochs']} passes, {r0['tasklets']} tasklets "
              f"({r0.get('tasklet_mode') or 'ring'}). Throughput in M updates/s; PIM **modelled** "
              f"(the whole run, transfers included), CPU **measured** on the machine in "
              f"meta.json. Time to quality: to the first round (PIM) or epoch (CPU) whose greedy "
              f"policy is within tolerance of the optimum (exact evaluation).", ""]
-    head = ["variant", "transitions"] + [s[0] for s in sys_] + ["PIM / best CPU"]
+    col = AXES[axis][2]
+    head = ["variant", col] + [s[0] for s in sys_] + ["PIM / best CPU"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in _ordered(rows, "variant"):
-        for n in _sizes(rows):
+        for n in _sizes(rows, axis):
             pim, cpu = _best(sys_, "modelled", v, n), _best(sys_, "measured", v, n)
-            cells = [v, _size(n)] + [_fmt_rate(p.get((v, n), (np.nan,))[0]) for _, _, p in sys_]
+            cells = [v, _size(n, axis)] + [_fmt_rate(p.get((v, n), (np.nan,))[0])
+                                           for _, _, p in sys_]
             cells.append(f"{pim[1] / cpu[1]:.1f}x" if pim and cpu else "-")
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Time to quality (PIM modelled, CPU measured):", ""]
     ttq_sys = [s for s in sys_ if any(np.isfinite(x[1]) or s[1] == "modelled"
                                       for x in s[2].values())
                and (s[1] == "modelled" or "numba" in s[0])]
-    head = ["variant", "transitions"] + [s[0] for s in ttq_sys]
+    head = ["variant", col] + [s[0] for s in ttq_sys]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in _ordered(rows, "variant"):
-        for n in _sizes(rows):
-            cells = [v, _size(n)] + [_fmt_s(p.get((v, n), (np.nan, np.nan))[1])
-                                     for _, _, p in ttq_sys]
+        for n in _sizes(rows, axis):
+            cells = [v, _size(n, axis)] + [_fmt_s(p.get((v, n), (np.nan, np.nan))[1])
+                                           for _, _, p in ttq_sys]
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Crossover (PIM's best aggregator, modelled, against the best CPU system, "
                   "measured):", ""]
-    for v, c in crossover(rows).items():
-        largest = _size(c["sizes"][-1])
-        where = (f"PIM's updates/s are ahead from {_size(c['pim_wins_from'])} transitions on"
+    what = "transitions" if axis == "transitions" else "Q-tables"
+    for v, c in crossover(rows, axis).items():
+        largest = _size(c["sizes"][-1], axis)
+        where = (f"PIM's updates/s are ahead from {_size(c['pim_wins_from'], axis)} {what} on"
                  if c["pim_wins_from"] is not None else "PIM's updates/s are not ahead at "
                  "the largest size")
         soon = c["time_to_quality_ratio_at_largest"]
-        when = (f"it reaches the optimum sooner from {_size(c['pim_sooner_from'])} on"
+        when = (f"it reaches the optimum sooner from {_size(c['pim_sooner_from'], axis)} on"
                 if c["pim_sooner_from"] is not None else "it does not reach the optimum sooner "
                 "at the largest size")
         lines.append(f"- {v}: {where} ({c['ratio_at_largest']:.1f}x the best CPU's at "
@@ -188,14 +235,15 @@ def scale_table(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_data_size(rows, sweep: str, figdir: Path, written: list, save) -> None:
-    """Two figures, one panel per variant, log-log against the dataset size: throughput and
-    time to quality, one line per system."""
+def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
+                   axis="transitions") -> None:
+    """Two figures, one panel per variant, log-log against the dataset (or table) size:
+    throughput and time to quality, one line per system."""
     import matplotlib.pyplot as plt
 
-    sys_ = systems(rows)
+    sys_ = systems(rows, axis)
     variants = _ordered(rows, "variant")
-    sizes = _sizes(rows)
+    sizes = _sizes(rows, axis)
     for name, index, ylabel in (("throughput", 0, "updates / s"),
                                 ("time_to_quality", 1, "time to the optimum (s)")):
         cols = min(len(variants), 2)
@@ -223,14 +271,16 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save) -> None:
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_title(v)
-            ax.set_xlabel("transitions in the dataset")
+            ax.set_xlabel(AXES[axis][1])
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
         for ax in axes.ravel()[len(variants):]:
             ax.set_visible(False)
         what = ("throughput" if index == 0 else
                 "time to the optimum (a missing point: not reached within the passes)")
-        fig.suptitle(f"{rows[0]['env']}: {what} against the dataset size "
+        against = ("the dataset size" if axis == "transitions" else
+                   f"the Q-table's size ({int(rows[0]['n_transitions']):,} transitions)")
+        fig.suptitle(f"{rows[0]['env'].partition(':')[0]}: {what} against {against} "
                      f"(PIM modelled, CPU measured)")
         if handles:
             fig.legend(list(handles.values()), list(handles), loc="lower center",
@@ -244,10 +294,11 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save) -> None:
         plt.close(fig)
 
 
-def report(rows, sweep: str, result_dir: Path, figdir: Path, written: list, save) -> None:
-    """The figures and ``scale_<sweep>.md`` of one data-size sweep."""
+def report(rows, sweep: str, result_dir: Path, figdir: Path, written: list, save,
+           axis="transitions") -> None:
+    """The figures and ``scale_<sweep>.md`` of one size sweep."""
     sr = [r for r in rows if r["sweep"] == sweep]
-    plot_data_size(sr, sweep, figdir, written, save)
+    plot_data_size(sr, sweep, figdir, written, save, axis)
     p = Path(result_dir) / f"scale_{sweep}.md"
-    atomic_write_text(p, scale_table(sr))
+    atomic_write_text(p, scale_table(sr, axis))
     written.append(str(p))

@@ -500,13 +500,13 @@ def plot_results(result_dir) -> list[str]:
     figdir = d / "figures"
     ensure_folder(figdir)
     written = []
-    # A data-size sweep (several dataset sizes) has its own report; the figures below
-    # compare rows of one size.
+    # A size sweep (several dataset or table sizes) has its own report; the figures below
+    # compare rows of one size and one environment.
     from pimrl.experiments import datasize
 
-    sized = datasize.data_sweeps(rows)
-    for sweep in sized:
-        datasize.report(_default_mode(rows), sweep, d, figdir, written, _save)
+    sized = dict(datasize.size_sweeps(rows))
+    for sweep, axis in sized.items():
+        datasize.report(_default_mode(rows), sweep, d, figdir, written, _save, axis)
     rows = [r for r in rows if r["sweep"] not in sized]
     if not rows:
         return written

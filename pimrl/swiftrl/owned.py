@@ -230,22 +230,94 @@ def build_values(plan: OwnerPlan, v_out: np.ndarray, merged: np.ndarray, v_prev:
     return v
 
 
-def assemble_table(plan: OwnerPlan, tables: np.ndarray, dtype: str, frac_bits: int):
-    """The learned table, float64 (S, A), from the DPUs' raw tables (D, S, A): each state's
-    row from the DPU that holds it, the merged row for split states, zero for states no DPU
-    holds."""
-    n_dpus, n_states, n_actions = tables.shape
+def assemble_table(plan: OwnerPlan, tables: np.ndarray, dtype: str, frac_bits: int,
+                   n_states: int | None = None):
+    """The learned table, float64 (S, A), from the DPUs' raw tables: each state's row from
+    the DPU that holds it, the merged row for split states, zero for states no DPU holds.
+    ``tables`` is (D, S, A) in global ids, or (D, n_local, A) in a :class:`LocalIds` layout
+    (give ``n_states``): a DPU's row ``k`` is then its state ``own_lo + k``."""
+    n_dpus, n_rows, n_actions = tables.shape
+    local = n_states is not None
+    n_states = n_states if local else n_rows
+    base = plan.own[:, 0] if local else np.zeros(n_dpus, np.int64)
     scale = raw_scale(dtype, frac_bits)
     s = np.arange(n_states)
     owner = np.minimum(np.searchsorted(plan.own[:, 1], s, side="right"), n_dpus - 1)
     held = (plan.own[owner, 0] <= s) & (s < plan.own[owner, 1])
-    q = np.where(held[:, None], tables[owner, s].astype(np.float64) * scale, 0.0)
+    row = np.where(held, s - base[owner], 0)
+    q = np.where(held[:, None], tables[owner, row].astype(np.float64) * scale, 0.0)
     if plan.split.any():
-        edges = np.stack([tables[np.arange(n_dpus), plan.own[:, 0]],
-                          tables[np.arange(n_dpus), plan.own[:, 1] - 1]], axis=1)
+        d = np.arange(n_dpus)
+        edges = np.stack([tables[d, plan.own[:, 0] - base],
+                          tables[d, plan.own[:, 1] - 1 - base]], axis=1)
         merged = merge_edges(plan, edges, n_states, scale)
         q[plan.split] = merged[plan.split]
     return q
+
+
+@dataclass(frozen=True)
+class LocalIds:
+    """State-owned learning's local layout: each DPU's program holds only the rows of the
+    states it owns and the values of the states its transitions lead to, so a table far
+    larger than a DPU's WRAM (and the CPU's caches) is learned with each DPU holding its
+    share. A DPU's owned state ``own_lo + k`` is its local state ``k`` (the order of its
+    states is kept, so tasklet mode rows assigns the same lanes); the other states its
+    records lead to (``s'`` outside its range), its *halo*, follow in increasing global
+    order from local id ``own_hi - own_lo``. The kernels run unchanged on ``n_local`` states,
+    with ``own_lo = 0``, and the host pushes each DPU its own value vector (owned states,
+    then halo) instead of broadcasting the whole ``V``.
+
+    ``n_local``: the program's state count (the largest range plus halo over the DPUs);
+    ``halo`` (D, n_local) int64: each DPU's local id -> global state (``-1``: padding);
+    ``records``: the records in DPU order with local ids (a new array)."""
+
+    n_local: int
+    halo: np.ndarray
+    records: np.ndarray
+
+    def values(self, v: np.ndarray) -> np.ndarray:
+        """Each DPU's value vector (D, n_local) from the global ``v`` (S,) (zero padding)."""
+        return np.where(self.halo >= 0, v[np.maximum(self.halo, 0)], 0).astype(v.dtype)
+
+
+def local_ids(plan: OwnerPlan, ordered: np.ndarray, n_states: int) -> LocalIds:
+    """The :class:`LocalIds` of ``ordered`` (the records in DPU order, ``records[plan.order]``)."""
+    n = plan.n_dpus
+    counts = np.diff(plan.bounds)
+    dpu = np.repeat(np.arange(n, dtype=np.int64), counts)
+    lo, hi = plan.own[dpu, 0], plan.own[dpu, 1]
+    s = np.asarray(ordered["state"], np.int64)
+    s2 = np.asarray(ordered["next_state"], np.int64)
+    inside = (s2 >= lo) & (s2 < hi)
+    out = np.flatnonzero(~inside)
+    keys, inverse = np.unique(dpu[out] * n_states + s2[out], return_inverse=True)
+    key_dpu = keys // n_states
+    first = np.searchsorted(key_dpu, np.arange(n))        # each DPU's first halo key
+    halo_count = np.diff(np.append(first, len(keys)))
+    length = plan.own[:, 1] - plan.own[:, 0]
+    n_local = int((length + halo_count).max())
+    local = ordered.copy()
+    local["state"] = (s - lo).astype(local.dtype["state"])
+    nxt = s2 - lo
+    rank = np.arange(len(keys)) - first[key_dpu]
+    nxt[out] = length[dpu[out]] + rank[inverse.ravel()]
+    local["next_state"] = nxt.astype(local.dtype["next_state"])
+    halo = np.full((n, n_local), -1, np.int64)
+    k = np.arange(n_local)
+    owned = k[None, :] < length[:, None]
+    halo[owned] = (plan.own[:, :1] + k[None, :])[owned]
+    halo[key_dpu, length[key_dpu] + rank] = keys % n_states
+    return LocalIds(n_local, halo, local)
+
+
+def choose_layout(layout: str, global_fits: bool) -> str:
+    """``auto``: the global layout (the whole table on every DPU, SwiftRL's) when it fits
+    WRAM, else :class:`LocalIds`; ``global`` or ``local`` as asked."""
+    if layout not in ("auto", "global", "local"):
+        raise ValueError(f"unknown own:R layout {layout!r}; use auto, global or local")
+    if layout == "auto":
+        return "global" if global_fits else "local"
+    return layout
 
 
 def _values_of(plan, edges, v_out, v_prev, p, n_states, policy):
@@ -308,7 +380,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     from dataclasses import replace
 
     from pimrl.pim.hardware import get_hardware
-    from pimrl.rlkernel.program import RECORD_BYTES
+    from pimrl.learners.variants import Variant
+    from pimrl.rlkernel.program import RECORD_BYTES, wram_needed
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
     from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
     from pimrl.swiftrl.trainer import KERNELS, add_tasklet_counters, dpu_record_matrix, rows_layout
@@ -317,10 +390,6 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     p = replace(trainer.params, bootstrap="owned")
     hw = get_hardware(trainer.hardware) if isinstance(trainer.hardware, str) else trainer.hardware
     factory = trainer.kernel if callable(trainer.kernel) else KERNELS[trainer.kernel]
-    block = trainer.block_for(n_states, n_actions, hw, False, bootstrap="owned")
-    program = factory(n_states, n_actions, trainer.tasklets, p.algo, p.dtype, p.sampling,
-                      block, hw, count_visits=False, bootstrap="owned",
-                      tasklet_mode=p.tasklet_mode)
     plan = plan_owners(records, n_states, n_actions, trainer.n_dpus)
     n = trainer.n_dpus
     longest = int(np.diff(plan.bounds).max())
@@ -328,18 +397,34 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
                          f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
     ordered = records[plan.order]
+    variant = Variant(p.algo, p.dtype, p.sampling, bootstrap="owned",
+                      tasklet_mode=p.tasklet_mode)
+    global_fits = (wram_needed(n_states, n_actions, trainer.tasklets, variant, False,
+                               trainer.block_bytes or RECORD_BYTES, hw.stack_bytes_per_tasklet)
+                   <= hw.wram_bytes and (p.tasklet_mode != "rows" or n_states < 1 << 16))
+    layout = choose_layout(getattr(trainer, "own_layout", "auto"), global_fits)
+    ids = None
+    program_states = n_states
+    if layout == "local":
+        ids = local_ids(plan, ordered, n_states)
+        ordered, program_states = ids.records, ids.n_local
+    block = trainer.block_for(program_states, n_actions, hw, False, bootstrap="owned")
+    program = factory(program_states, n_actions, trainer.tasklets, p.algo, p.dtype,
+                      p.sampling, block, hw, count_visits=False, bootstrap="owned",
+                      tasklet_mode=p.tasklet_mode)
     lane_words = None
     if p.tasklet_mode == "rows":        # each DPU's states split over its tasklets
-        ordered, lane_words = rows_layout(ordered, plan.bounds, trainer.tasklets, n_states,
-                                          n_actions)
+        ordered, lane_words = rows_layout(ordered, plan.bounds, trainer.tasklets,
+                                          program_states, n_actions)
     matrix = dpu_record_matrix(ordered, plan.bounds)
     if p.dtype == "int32":
         matrix = fixedpoint.records_with_fixed_rewards(matrix, p.frac_bits)
     if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
         matrix = matrix.copy()
     raw_dtype = np.int32 if p.dtype == "int32" else np.float32
-    nq = n_states * n_actions
+    nq = program_states * n_actions
     out_words = 2 * n_actions + plan.longest_range
+    global_states = None if ids is None else n_states     # assemble_table's local layout
     dpus = DpuPackageSet(dpu_package("simulator"), n, program, hw)
     history = []
     try:
@@ -349,8 +434,9 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         scalars = p.kernel_scalars()
         params[:, : len(scalars)] = scalars
         params[:, P_N_RECORDS] = np.diff(plan.bounds)
-        params[:, P_OWN_LO] = plan.own[:, 0]
-        params[:, P_OWN_HI] = plan.own[:, 1]
+        base = 0 if ids is None else plan.own[:, 0]      # the local layout counts from 0
+        params[:, P_OWN_LO] = plan.own[:, 0] - base
+        params[:, P_OWN_HI] = plan.own[:, 1] - base
         params[:, P_OWN_SHARED] = plan.shared
         policy = policy_weights(records, n_states, n_actions, p)
         if policy is not None:
@@ -394,7 +480,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                 with dpus.phase("dpu_cpu"):
                     counters += dpus.counters(len(kcost.COUNTERS))
                     tables = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(
-                        n, n_states, n_actions)
+                        n, program_states, n_actions)
             else:
                 with dpus.phase("inter_dpu"):
                     counters += dpus.counters(len(kcost.COUNTERS))
@@ -405,17 +491,21 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                 v = _values_of(plan, edges, out[:, 2 * n_actions:], v, p, n_states, policy)
                 agg_s += time.perf_counter() - t0
                 with dpus.phase("inter_dpu"):
-                    dpus.push_all("v_table", v)
+                    if ids is None:
+                        dpus.push_all("v_table", v)
+                    else:       # each DPU the values of its own states and its halo
+                        dpus.push_rows("v_table", ids.values(v).view(np.uint8).reshape(n, -1))
             entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
                      "modelled_s": dpus.elapsed_s() + (0.0 if last else stop_s)}
             if on_round is not None:
                 # Instrumentation, outside the modelled run: the tables as they stand.
                 snap = tables if last else dpus.peek_rows("q_table", 4 * nq).view(
-                    raw_dtype).reshape(n, n_states, n_actions)
-                entry.update(on_round(assemble_table(plan, snap, p.dtype, p.frac_bits)))
+                    raw_dtype).reshape(n, program_states, n_actions)
+                entry.update(on_round(assemble_table(plan, snap, p.dtype, p.frac_bits,
+                                                     global_states)))
             history.append(entry)
         t0 = time.perf_counter()
-        q = assemble_table(plan, tables, p.dtype, p.frac_bits)
+        q = assemble_table(plan, tables, p.dtype, p.frac_bits, global_states)
         agg_s += time.perf_counter() - t0
     finally:
         dpus.free()
@@ -424,6 +514,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     trainer.timings_.measure("host_aggregation", agg_s)
     trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
     trainer.plan_ = plan
+    trainer.own_layout_ = layout
+    trainer.program_states_ = program_states
     trainer.rounds_ = history
     return trainer._set_learned(counters, plan.bounds, program, hw, tables,
                                 tasklet_counters=tasklet_counters)

@@ -283,13 +283,17 @@ class PimTrainer:
     elsewhere: a :class:`~pimrl.pim.distributed.DaskPlacement` spreads its ranks over Dask
     workers, with the same tables and modelled times, and sets ``worker_transfers_`` (bytes
     and measured wall time of the traffic with the workers, never a PIM time).
+    ``own_layout`` (``own:R`` only): ``global`` puts the whole table in every DPU's WRAM
+    (SwiftRL's layout), ``local`` only each DPU's own rows and the values its data leads to
+    (:class:`~pimrl.swiftrl.owned.LocalIds`: tables larger than WRAM), ``auto`` the global
+    one where it fits; ``own_layout_`` and ``program_states_`` say which ran.
     """
 
     def __init__(self, params: LearnerParams, n_dpus: int = 64, tasklets: int = 16,
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int | None = None,
                  keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None,
-                 device: str = "simulator"):
+                 device: str = "simulator", own_layout: str = "auto"):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -303,6 +307,7 @@ class PimTrainer:
         self.placement = placement
         self.on_round = on_round     # q (float64) -> dict, after every round (instrumentation)
         self.device = device
+        self.own_layout = own_layout  # own:R: "auto", "global" or "local" (swiftrl/owned.py)
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
