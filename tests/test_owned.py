@@ -497,3 +497,19 @@ def test_a_table_larger_than_wram_is_learned_in_the_local_layout():
                    own_layout="global").fit(rec, env.n_states, env.n_actions)
     q_ref, _, _ = reference_owned(rec, env.n_states, env.n_actions, p, 16, 4, 2)
     assert np.array_equal(tr.q_, q_ref)
+
+
+@pytest.mark.needs_c
+def test_c_kernel_runs_the_local_layout_bit_exact():
+    """The UPMEM C kernel, built for the local layout's state count, learns the oracle's
+    table and counts the numba kernel's work."""
+    rec = skewed_records(400)
+    p = LearnerParams(epochs=4, dtype="int32", sampling="ran")
+    q_ref, _, _ = reference_owned(rec, S, A, p, 5, 3, 2)
+    tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2", own_layout="local",
+                    kernel="c").fit(rec, S, A)
+    numba_tr = PimTrainer(p, n_dpus=5, tasklets=3, aggregate="own:2",
+                          own_layout="local").fit(rec, S, A)
+    assert tr.own_layout_ == "local"
+    assert np.array_equal(tr.q_, q_ref)
+    assert np.array_equal(tr.counters_, numba_tr.counters_)
