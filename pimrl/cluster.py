@@ -20,6 +20,8 @@ import socket
 import threading
 from dataclasses import dataclass
 
+from pimrl.registry import Registry
+
 
 @dataclass(frozen=True)
 class ExecutorKind:
@@ -31,11 +33,13 @@ class ExecutorKind:
 
 
 #: The executors, by name (``dask`` takes an optional ``:ADDRESS``).
-EXECUTORS = {e.name: e for e in (
+EXECUTORS = Registry("executors")
+for _kind in (
     ExecutorKind("local", "this process, one task after another"),
     ExecutorKind("dask", "a Dask cluster: dask = a LocalCluster of worker processes on this "
                  "machine, dask:tcp://HOST:PORT = join a running cluster", needs="dask"),
-)}
+):
+    EXECUTORS.add(_kind.name, _kind, _kind.description, needs=_kind.needs)
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,22 @@ def test_the_simulator_imports_no_application():
 def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_registry_is_one_registry_type():
+    """Kernels of both kinds, aggregators, devices, executors, hardware presets,
+    environments and built-in programs: one type, chosen by name, each entry described."""
+    from pimrl.cluster import EXECUTORS
+    from pimrl.envs.registry import REGISTRY
+    from pimrl.learners.aggregate import AGGREGATORS
+    from pimrl.online.trainer import ONLINE_KERNELS
+    from pimrl.pim.hardware import PRESETS
+    from pimrl.pim.programs import BUILTINS
+    from pimrl.registry import Registry
+    from pimrl.swiftrl.dpus import DEVICES
+    from pimrl.swiftrl.trainer import KERNELS
+
+    for reg in (EXECUTORS, REGISTRY, AGGREGATORS, ONLINE_KERNELS, PRESETS, BUILTINS, DEVICES,
+                KERNELS):
+        assert isinstance(reg, Registry), reg
+        assert list(reg) and all(desc for _, desc in reg.describe()), reg.title

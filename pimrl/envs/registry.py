@@ -18,6 +18,7 @@ import numpy as np
 from pimrl.envs import toy_text
 from pimrl.envs.core import TabularEnv
 from pimrl.limits import EPISODE_STEPS, SEED, OutOfRange, integer
+from pimrl.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -98,21 +99,24 @@ def _cliff_walking(opts):
 
 
 #: name -> builder and its options (the one place environments are registered)
-REGISTRY: dict[str, _Entry] = {
-    "FrozenLake-v1": _Entry(_frozen_lake("4x4"), {
-        "slippery": _SLIPPERY,
-        # 1024 x 1024 = 1M states already takes about 250 MB of tables.
-        "size": _Option(None, integer(2, 1024), "a generated size x size map"),
-        "seed": _Option(0, SEED, "with size"),
-        "max_steps": _MAX_STEPS, "copies": _COPIES}, _frozen_lake_shape("4x4")),
-    "FrozenLake8x8-v1": _Entry(_frozen_lake("8x8"), {"slippery": _SLIPPERY, "max_steps": _MAX_STEPS,
-                                                     "copies": _COPIES},
-                               _frozen_lake_shape("8x8")),
-    "Taxi-v3": _Entry(_taxi, {"max_steps": _MAX_STEPS, "copies": _COPIES},
-                      lambda opts: (500 * opts.get("copies", 1), 6, 1)),
-    "CliffWalking-v1": _Entry(_cliff_walking, {"max_steps": _MAX_STEPS, "copies": _COPIES},
-                              lambda opts: (48 * opts.get("copies", 1), 4, 1)),
-}
+REGISTRY = Registry("environments")
+REGISTRY.add("FrozenLake-v1", _Entry(_frozen_lake("4x4"), {
+    "slippery": _SLIPPERY,
+    # 1024 x 1024 = 1M states already takes about 250 MB of tables.
+    "size": _Option(None, integer(2, 1024), "a generated size x size map"),
+    "seed": _Option(0, SEED, "with size"),
+    "max_steps": _MAX_STEPS, "copies": _COPIES}, _frozen_lake_shape("4x4")),
+    "Gymnasium's 4x4 FrozenLake, or a seeded size x size map")
+REGISTRY.add("FrozenLake8x8-v1", _Entry(_frozen_lake("8x8"), {
+    "slippery": _SLIPPERY, "max_steps": _MAX_STEPS, "copies": _COPIES},
+    _frozen_lake_shape("8x8")), "Gymnasium's 8x8 FrozenLake")
+REGISTRY.add("Taxi-v3", _Entry(_taxi, {"max_steps": _MAX_STEPS, "copies": _COPIES},
+                               lambda opts: (500 * opts.get("copies", 1), 6, 1)),
+             "Gymnasium's Taxi (dry: not rainy, not fickle)")
+REGISTRY.add("CliffWalking-v1", _Entry(_cliff_walking, {"max_steps": _MAX_STEPS,
+                                                        "copies": _COPIES},
+                                       lambda opts: (48 * opts.get("copies", 1), 4, 1)),
+             "Gymnasium's CliffWalking, truncated after 200 steps")
 #: other names accepted for registered environments
 ALIASES = {"Taxi-v4": "Taxi-v3"}
 

@@ -24,6 +24,7 @@ from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate,
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.online.program import OnlineProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+from pimrl.registry import Registry
 from pimrl.rng import lane_seed, lane_seeds
 
 
@@ -36,7 +37,10 @@ def _c_kernel(*args, **kwargs):
 #: The DPU programs that run the online kernel: the numba one built into the simulator, or
 #: kernels/online.c run by the DPU runtime. Both take (variant, S, A, K, M, tasklets,
 #: hardware, count_visits=, force_mram=).
-ONLINE_KERNELS = {"numba": OnlineProgram, "c": _c_kernel}
+ONLINE_KERNELS = Registry("online DPU programs")
+ONLINE_KERNELS.add("numba", OnlineProgram, "the online kernel built into the simulator (numba)")
+ONLINE_KERNELS.add("c", _c_kernel, "kernels/online.c, run by pimrl's DPU runtime (needs a C "
+                   "compiler)")
 
 
 def _lane_rng(params_per_dpu, tasklets):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from pimrl.registry import Registry
+
 import numpy as np
 
 from pimrl.limits import MAX_DPUS, show
@@ -177,12 +179,16 @@ class Hardware:
         return dataclasses.replace(self, op_instructions=ops, **plain)
 
 
-PRESETS = {
-    "upmem-2556": Hardware(),
-    "upmem-2560": Hardware(name="upmem-2560", n_faulty_dpus=0),
-    "upmem-640": Hardware(name="upmem-640", n_ranks=10, n_faulty_dpus=0, frequency_hz=267e6),
-    "upmem-v1b": Hardware(name="upmem-v1b", frequency_hz=400e6, wram_bytes=63488, max_tasklets=16),
-}
+PRESETS = Registry("hardware presets")
+PRESETS.add("upmem-2556", Hardware(), "the PrIM server: 40 ranks, 2,556 functional DPUs at "
+            "350 MHz")
+PRESETS.add("upmem-2560", Hardware(name="upmem-2560", n_faulty_dpus=0),
+            "the same server with all 2,560 DPUs working")
+PRESETS.add("upmem-640", Hardware(name="upmem-640", n_ranks=10, n_faulty_dpus=0,
+                                  frequency_hz=267e6), "PrIM's older 640-DPU system, 267 MHz")
+PRESETS.add("upmem-v1b", Hardware(name="upmem-v1b", frequency_hz=400e6, wram_bytes=63488,
+                                  max_tasklets=16),
+            "a v1B DPU: 400 MHz, 62 KiB of usable WRAM, 16 tasklets")
 
 
 def parse_overrides(items) -> dict:
