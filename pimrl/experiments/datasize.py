@@ -34,6 +34,12 @@ PIM_STYLE = {"color": "#C44E52", "marker": "o"}
 CPU_COLORS = ("#4C72B0", "#55A868", "#8172B2", "#937860")
 
 
+def _pim_line(label: str) -> str:
+    """A PIM line's style by its aggregator: mean solid, sync:R dotted, own:R dashed."""
+    agg = label.rsplit(", ", 1)[-1]
+    return "--" if agg.startswith("own") else ":" if agg.startswith("sync") else "-"
+
+
 def _num(x) -> float:
     try:
         return float(x)
@@ -137,11 +143,19 @@ def _best(systems_, kind, variant, size, index=0, low=False):
 
 
 def _ahead_from(sizes, ratios):
-    """The smallest size from which every ratio (PIM over CPU) is above 1, or None."""
-    for i in range(len(sizes)):
-        if all(r > 1 for r in ratios[i:]):
-            return sizes[i]
+    """The smallest size from which every ratio (PIM over CPU) is above 1, or None; sizes
+    without a ratio (a system missing there) are passed over."""
+    known = [(n, r) for n, r in zip(sizes, ratios) if np.isfinite(r)]
+    for i in range(len(known)):
+        if all(r > 1 for _, r in known[i:]):
+            return known[i][0]
     return None
+
+
+def _at_largest(sizes, ratios):
+    """(size, ratio) at the largest size with a ratio, or (the largest size, nan)."""
+    known = [(n, r) for n, r in zip(sizes, ratios) if np.isfinite(r)]
+    return known[-1] if known else (sizes[-1], float("nan"))
 
 
 def crossover(rows, axis="transitions") -> dict:
@@ -159,10 +173,12 @@ def crossover(rows, axis="transitions") -> dict:
             pim_q, cpu_q = (_best(sys_, "modelled", v, n, 1, True),
                             _best(sys_, "measured", v, n, 1, True))
             ttq.append(cpu_q[1] / pim_q[1] if pim_q and cpu_q else np.nan)
+        largest, ratio = _at_largest(sizes, ratios)
         out[v] = {"sizes": sizes, "throughput_ratio": ratios,
-                  "pim_wins_from": _ahead_from(sizes, ratios), "ratio_at_largest": ratios[-1],
+                  "pim_wins_from": _ahead_from(sizes, ratios), "largest": largest,
+                  "ratio_at_largest": ratio,
                   "time_to_quality_ratio": ttq, "pim_sooner_from": _ahead_from(sizes, ttq),
-                  "time_to_quality_ratio_at_largest": ttq[-1]}
+                  "time_to_quality_ratio_at_largest": ttq[sizes.index(largest)]}
     return out
 
 
@@ -220,18 +236,21 @@ def scale_table(rows, axis="transitions") -> str:
                   "measured):", ""]
     what = "transitions" if axis == "transitions" else "Q-tables"
     for v, c in crossover(rows, axis).items():
-        largest = _size(c["sizes"][-1], axis)
+        largest = _size(c["largest"], axis)
         where = (f"PIM's updates/s are ahead from {_size(c['pim_wins_from'], axis)} {what} on"
                  if c["pim_wins_from"] is not None else "PIM's updates/s are not ahead at "
                  "the largest size")
         soon = c["time_to_quality_ratio_at_largest"]
-        when = (f"it reaches the optimum sooner from {_size(c['pim_sooner_from'], axis)} on"
-                if c["pim_sooner_from"] is not None else "it does not reach the optimum sooner "
-                "at the largest size")
+        if c["pim_sooner_from"] is not None:
+            when = (f"it reaches the optimum sooner from {_size(c['pim_sooner_from'], axis)} "
+                    "on" + (f" ({soon:.1f}x at {largest})" if np.isfinite(soon) else
+                            f", wherever both reach it (at {largest} one does not)"))
+        elif np.isfinite(soon):
+            when = f"it does not reach the optimum sooner ({soon:.1f}x at {largest})"
+        else:
+            when = f"at {largest} PIM or the CPU does not reach the optimum within its passes"
         lines.append(f"- {v}: {where} ({c['ratio_at_largest']:.1f}x the best CPU's at "
-                     f"{largest}); {when} ("
-                     + (f"{soon:.1f}x" if np.isfinite(soon) else "not comparable")
-                     + f" at {largest}).")
+                     f"{largest}); {when}.")
     return "\n".join(lines) + "\n"
 
 
@@ -260,7 +279,7 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
                 if not xs:
                     continue
                 ys = [points[(v, n)][index] for n in xs]
-                style = (dict(PIM_STYLE, linestyle="-" if label.endswith("mean") else "--")
+                style = (dict(PIM_STYLE, linestyle=_pim_line(label))
                          if kind == "modelled"
                          else {"color": CPU_COLORS[k % len(CPU_COLORS)], "marker": "s",
                                "linestyle": "-" if "numba" in label else ":"})
@@ -285,11 +304,13 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
         if handles:
             fig.legend(list(handles.values()), list(handles), loc="lower center",
                        ncol=min(3, len(handles)),
-                       bbox_to_anchor=(0.5, -0.02 - 0.03 * (len(handles) // 3)))
+                       bbox_to_anchor=(0.5, 0.0))
         else:
             fig.text(0.5, 0.02, "no system reached the optimum within its passes",
                      ha="center")
-        fig.tight_layout(rect=(0, 0.06 + 0.03 * (len(handles) // 3), 1, 1))
+        # the legend's rows of three, each about 0.3 inch, below the panels
+        legend_h = 0.35 * -(-max(len(handles), 1) // 3) / fig.get_figheight()
+        fig.tight_layout(rect=(0, legend_h + 0.01, 1, 1))
         save(fig, figdir, f"{name}_{sweep}", written)
         plt.close(fig)
 
