@@ -17,7 +17,9 @@ Timing: wall clock (``time.perf_counter``) around the training kernel and the ho
 compilation or cache loading is excluded; so is the preparation of the record columns (the
 dataset is already in memory, as on the DPUs where the push is counted separately). With
 ``repeats > 1`` the reported time is the median; every repeat starts from zero tables and
-fresh streams and yields the same tables.
+fresh streams and yields the same tables. Where the RAPL package counters can be read
+(pimrl.baselines.energy), each repeat's training and averaging energy is read around the
+same two timed parts (the reading between them off the clock), the median reported.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from pimrl.baselines.energy import Rapl
 from pimrl.learners.fixedpoint import raw_to_float
 from pimrl.learners.kernels import compiled
 from pimrl.learners.params import LearnerParams
@@ -51,6 +54,9 @@ class CpuResult:
     lanes: int = 1
     n_updates: int = 0
     saturations: int = 0
+    #: {"train": J, "aggregate": J} read from the RAPL package counters (median over repeats),
+    #: None where they cannot be read here (pimrl.baselines.energy)
+    energy_measured_j: dict | None = None
 
     @property
     def updates_per_s(self) -> float:
@@ -116,6 +122,8 @@ def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
     run = compiled(params.variant).partitions
 
     times, train_t, agg_t = [], [], []
+    rapl = Rapl()                      # the package energy counters, where readable
+    train_j, agg_j = [], []
     previous = numba.get_num_threads()
     try:
         numba.set_num_threads(threads)
@@ -123,22 +131,35 @@ def cpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
             q_raw = _tables(params, partitions, n_states, n_actions)
             rng = seeds.copy()
             sat = np.zeros(partitions, np.int64)
+            e0 = rapl.read() if rapl.available else None
             t0 = time.perf_counter()
             run(*cols, part_lanes, rng, q_raw, scalars, sat)
             t1 = time.perf_counter()
+            if e0 is not None:         # read between the two timed parts, off the clock
+                e1 = rapl.read()
+                t1b = time.perf_counter()
+            else:
+                t1b = t1
             q = raw_to_float(q_raw, params.dtype, params.frac_bits).mean(axis=0)
             t2 = time.perf_counter()
-            times.append(t2 - t0)
+            if e0 is not None:
+                e2 = rapl.read()
+                train_j.append(rapl.joules(e0, e1))
+                agg_j.append(rapl.joules(e1, e2))
+            times.append((t1 - t0) + (t2 - t1b))
             train_t.append(t1 - t0)
-            agg_t.append(t2 - t1)
+            agg_t.append(t2 - t1b)
     finally:
         numba.set_num_threads(previous)
+    energy = ({"train": float(np.median(train_j)), "aggregate": float(np.median(agg_j))}
+              if train_j else None)
     return CpuResult(q=q, q_raw=q_raw, seconds=float(np.median(times)),
                      train_seconds=float(np.median(train_t)),
                      aggregate_seconds=float(np.median(agg_t)), repeat_seconds=times,
                      repeat_train_seconds=train_t,
                      threads=threads, partitions=partitions, lanes=lanes,
-                     n_updates=len(records) * params.epochs, saturations=int(sat.sum()))
+                     n_updates=len(records) * params.epochs, saturations=int(sat.sum()),
+                     energy_measured_j=energy)
 
 
 def cpu_time_to_quality(records: np.ndarray, n_states: int, n_actions: int,

@@ -81,6 +81,27 @@ def op_table(hw: Hardware) -> str:
     return "\n".join(lines)
 
 
+def energy_table() -> str:
+    """The figures of the energy and host models (pimrl.pim.energy, pimrl.pim.host) and the
+    CPU baseline's package powers (pimrl.baselines.energy), with their sources."""
+    from pimrl.baselines.energy import DEFAULT_PACKAGE_NAME, DEFAULT_PACKAGE_W, PACKAGE_TDP_W
+    from pimrl.pim.energy import ENERGY_SOURCES
+    from pimrl.pim.host import HOST_SOURCES, PRIM_HOST
+
+    lines = ["| figure | value | unit | source | certainty |", "|---|---|---|---|---|"]
+    for name, (value, unit, src, certainty) in ENERGY_SOURCES.items():
+        lines.append(f"| `{name}` | {value:g} | {unit} | {src} | {certainty} |")
+    for name, (unit, src, certainty) in HOST_SOURCES.items():
+        lines.append(f"| `PRIM_HOST.{name}` | {getattr(PRIM_HOST, name):.3g} | {unit} | {src} | "
+                     f"{certainty} |")
+    tdps = ", ".join(f"{name} {w:g}" for name, w in PACKAGE_TDP_W.items())
+    lines.append(f"| `PACKAGE_TDP_W` | {tdps} | W a package | vendors' product pages (Intel "
+                 f"ARK, AMD EPYC specifications): TDP | published |")
+    lines.append(f"| `DEFAULT_PACKAGE_W` | {DEFAULT_PACKAGE_W:g} | W | {DEFAULT_PACKAGE_NAME}, "
+                 f"for a CPU not in `PACKAGE_TDP_W` | published (for that CPU) |")
+    return "\n".join(lines)
+
+
 def calibration_regions(hw: Hardware | None = None) -> dict:
     """The regions that need no training run: parameters, operations, calibration (seconds)."""
     from pimrl.calibration.calibrate import format_loo, format_shapes, format_table, run_calibration
@@ -96,6 +117,7 @@ def calibration_regions(hw: Hardware | None = None) -> dict:
                f"{100 * cal['dma_fit']['max_rel_error']:.1f} %.")
     return {
         "parameters": parameter_table(hw),
+        "energy": energy_table(),
         "operations": op_table(hw),
         "calibration-summary": summary,
         "calibration": format_table(cal, markdown=True),
