@@ -166,15 +166,23 @@ def _fmt(v) -> str:
 
 def _cmd_info(args) -> int:
     from pimrl.data.format import load_dataset
+    from pimrl.cli.plan import default_plans
+    from pimrl.memplan import LABELS, show
 
     ds = load_dataset(args.file, validate=not args.no_validate)
     info = ds.info()
+    plans = default_plans(len(ds), ds.n_states, ds.n_actions)     # pimrl/cli/plan.py
     if args.json:
+        info["memory_plan"] = {label: p.as_dict() for label, p in plans.items()}
         print(json.dumps(info))
         return 0
     width = max(len(k) for k in info)
     for key, value in info.items():
         print(f"{key:<{width}}  {_fmt(value)}")
+    for label, p in plans.items():
+        name, size = p.largest()
+        print(f"memory plan of pimrl {label}: {show(p.total)} planned (largest part: "
+              f"{LABELS.get(name, name)} {show(size)})")
     return 0
 
 
@@ -237,7 +245,8 @@ def register(subparsers) -> None:
     n = sub.add_parser("info", help="header fields and summary statistics of a dataset",
                        description="Print a dataset's header fields (environment, policy, seed, "
                        "sizes) and summary statistics (reward range, episode ends, state and "
-                       "state-action coverage), after checking every record.")
+                       "state-action coverage), after checking every record, and the "
+                       "memory plan of training on it with the defaults (planned).")
     n.add_argument("file", help="dataset file")
     n.add_argument("--json", action="store_true", help="print one JSON object")
     n.add_argument("--no-validate", action="store_true",

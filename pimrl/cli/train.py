@@ -113,13 +113,19 @@ def register(subparsers) -> None:
                    "numpy alone (q, greedy_action, JSON metadata; pimrl.policy.load_policy)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
     g.add_argument("--json", action="store_true", help="print one JSON object")
+    from pimrl.memplan import max_memory_type
+
+    g.add_argument("--max-memory", type=max_memory_type, metavar="BYTES",
+                   help="refuse, before any work, a run whose memory plan (printed first; "
+                   "pimrl/memplan.py) needs more host memory than BYTES: bytes, or K, M, G, T "
+                   "binary multiples (e.g. 8G, 512M), from 1 byte to 2^60")
     from pimrl.cli.online import add_arguments as add_online_arguments
 
     add_online_arguments(p)
     # --online refuses these (rather than ignore them) when given a value of their own
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
                "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
-               "--executor", "--workers", "--threads-per-worker")
+               "--executor", "--workers", "--threads-per-worker", "--max-memory")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
               "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
@@ -250,9 +256,14 @@ def run_train(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         counts = _dpu_counts(args.dpus)
+    from pimrl.cli.plan import train_plan   # printed; refused past --max-memory
+
+    plan = train_plan(args, *((counts, hw) if args.backend == "pim" else ()))
     records, env, source = _load_data(args)
     out = {"source": source, "env_id": env.env_id, "backend": args.backend,
            "params": params.as_dict(), "n_transitions": int(len(records))}
+    if plan is not None:
+        out["memory_plan"] = plan.as_dict()
     if args.backend == "reference":
         t0 = time.perf_counter()
         learner = OfflineLearner(params).fit(records, env.n_states, env.n_actions)
@@ -262,6 +273,7 @@ def run_train(args: argparse.Namespace) -> int:
         q = learner.q_
     elif args.backend == "cpu":
         from pimrl.baselines.cpu import cpu_baseline
+        from pimrl.cli.energy import cpu_run_energy
 
         try:
             res = cpu_baseline(records, env.n_states, env.n_actions, params, threads=args.threads,
@@ -271,10 +283,12 @@ def run_train(args: argparse.Namespace) -> int:
         out.update(threads=res.threads, partitions=res.partitions, repeats=args.repeats,
                    train_measured_s=res.train_seconds, aggregate_measured_s=res.aggregate_seconds,
                    total_measured_s=res.seconds, updates_per_s_measured=res.updates_per_s,
-                   saturations=res.saturations, n_updates=res.n_updates)
+                   saturations=res.saturations, n_updates=res.n_updates,
+                   **cpu_run_energy(res))
         q = res.q
     else:
         runs = []
+        from pimrl.cli.energy import pim_run_energy
         from pimrl.pim.distributed import placement_for
 
         with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
@@ -296,11 +310,14 @@ def run_train(args: argparse.Namespace) -> int:
                    "max_partition": int(np.diff(tr.bounds_).max())}
             if hasattr(tr, "worker_transfers_"):
                 run["worker_transfers"] = tr.worker_transfers_
+            if hasattr(tr, "own_layout_"):      # own:R: whole table or each DPU's share
+                run.update(own_layout=tr.own_layout_, program_states=tr.program_states_)
             if not args.no_eval:
                 from pimrl.experiments.quality import TOLERANCE_TEXT, time_to_quality
 
                 run.update(time_to_quality(tr.rounds_), quality_tolerance=TOLERANCE_TEXT,
                            rounds=tr.rounds_)
+            run.update(pim_run_energy(tr, hw, run, args.aggregate))   # cli/energy.py
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 
@@ -458,6 +475,10 @@ def print_report(out, params):
               f"{', median of ' + str(out['repeats']) if out['repeats'] > 1 else ''})")
         print(f"  averaging     {out['aggregate_measured_s']:.4f} s   measured")
         print(f"  throughput    {out['updates_per_s_measured'] / 1e6:.1f} M updates/s   measured")
+        if "energy" in out:
+            from pimrl.cli.energy import cpu_energy_text
+
+            print("  " + cpu_energy_text(out))
         sats = out["saturations"]
     else:
         for r in out["runs"]:
@@ -470,6 +491,10 @@ def print_report(out, params):
                          "conflicts are counted by the numba kernel only"))
             for line in time_table(r):
                 print("  " + line)
+            if "energy" in r:               # reports from before energy have none
+                from pimrl.cli.energy import pim_energy_text
+
+                print("  " + pim_energy_text(r))
             if "worker_transfers" in r:
                 w = r["worker_transfers"]
                 print(f"  {'worker traffic':<16}{_ms(w['transfer_measured_s'])}   measured: "
@@ -509,7 +534,9 @@ def print_report(out, params):
         print(f"  mean return  {e['mean_return']:.4f}   (optimal {e['optimal_mean_return']:.4f})")
     if out.get("peak_rss_measured_bytes") is not None:
         print(f"\npeak memory {out['peak_rss_measured_bytes'] / 2**30:.2f} GiB   measured (the "
-              f"process's peak resident set, ru_maxrss)")
+              f"process's peak resident set, ru_maxrss)" + (
+                  f"; {out['memory_plan']['total_planned_bytes'] / 2**30:.2f} GiB planned"
+                  if "memory_plan" in out else ""))
     if "saved_q" in out:
         which = f" (the {out['q_from_dpus']}-DPU run)" if "scaling" in out else ""
         print(f"Q-table written to {out['saved_q']}{which}")

@@ -269,7 +269,8 @@ class LocalIds:
 
     ``n_local``: the program's state count (the largest range plus halo over the DPUs);
     ``halo`` (D, n_local) int64: each DPU's local id -> global state (``-1``: padding);
-    ``records``: the records in DPU order with local ids (a new array)."""
+    ``records``: the records in DPU order with local ids (the array given, renumbered in
+    place)."""
 
     n_local: int
     halo: np.ndarray
@@ -281,7 +282,8 @@ class LocalIds:
 
 
 def local_ids(plan: OwnerPlan, ordered: np.ndarray, n_states: int) -> LocalIds:
-    """The :class:`LocalIds` of ``ordered`` (the records in DPU order, ``records[plan.order]``)."""
+    """The :class:`LocalIds` of ``ordered`` (the records in DPU order, ``records[plan.order]``:
+    an array of the caller's, whose state ids it renumbers in place)."""
     n = plan.n_dpus
     counts = np.diff(plan.bounds)
     dpu = np.repeat(np.arange(n, dtype=np.int64), counts)
@@ -296,7 +298,7 @@ def local_ids(plan: OwnerPlan, ordered: np.ndarray, n_states: int) -> LocalIds:
     halo_count = np.diff(np.append(first, len(keys)))
     length = plan.own[:, 1] - plan.own[:, 0]
     n_local = int((length + halo_count).max())
-    local = ordered.copy()
+    local = ordered                 # renumbered in place: no second copy of the records
     local["state"] = (s - lo).astype(local.dtype["state"])
     nxt = s2 - lo
     rank = np.arange(len(keys)) - first[key_dpu]
