@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pimrl.experiments.runner import load_results
+from pimrl.experiments.results import load_results
 from pimrl.io import atomic_savefig, atomic_write_text, ensure_folder
 
 CATS = (("pim_cpu_dpu_modelled_s", "CPU-DPU"), ("pim_kernel_modelled_s", "DPU kernel"),
