@@ -11,6 +11,7 @@ import sys
 COMMAND_MODULES = (
     "pimrl.cli.data",         # data generate | import | export | info
     "pimrl.cli.train",        # train
+    "pimrl.cli.advise",       # advise (search configurations by simulating them)
     "pimrl.cli.eval",         # eval
     "pimrl.cli.experiments",  # scale | plot | demo
     "pimrl.cli.calibration",  # calibrate | sensitivity | cost-doc
