@@ -34,7 +34,7 @@ so rounds are never extrapolated across candidates. Two things shorten the searc
 
 What comes out: for every run, the modelled time to target (the round's modelled time, as
 :mod:`pimrl.experiments.quality` defines it) and the modelled energy to target
-(:func:`pimrl.cli.energy.pim_run_energy`, as ``pimrl train`` computes it); the Pareto front of
+(:func:`pimrl.energy.pim_run_energy`, as ``pimrl train`` computes it); the Pareto front of
 the two; and the recommended point (least time, or least energy). Nothing here is measured
 except the search's own wall clock, and every figure is deterministic: the same flags give
 the same numbers. One difference from ``pimrl train``'s energy: for ``own:R`` it prices the
@@ -233,7 +233,7 @@ def _evaluator(problem: Problem):
 
 def run_candidate(problem: Problem, c: Candidate, stage: str) -> Outcome:
     """One simulated run of ``c``, evaluated every round as ``pimrl train`` does."""
-    from pimrl.cli.energy import pim_run_energy
+    from pimrl.energy import pim_run_energy
     from pimrl.swiftrl.trainer import PimTrainer
 
     try:
@@ -252,7 +252,7 @@ def run_candidate(problem: Problem, c: Candidate, stage: str) -> Outcome:
                   f"return {last['mean_return']:.2f}")
     if first is None:
         return out
-    # the energy as pimrl train computes it (cli/energy.py), at this target's round
+    # the energy as pimrl train computes it (pimrl/energy.py), at this target's round
     run = {"dpus": c.dpus, "time_to_quality_modelled_s": first["modelled_s"],
            "quality_round": first["round"]}
     train_j = float(pim_run_energy(tr, problem.hw, run, c.aggregate)

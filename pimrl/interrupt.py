@@ -87,3 +87,45 @@ def _answer_and_raise(signum, frame):
     is cancelled; then ``KeyboardInterrupt`` as usual, for the command's own clean-up."""
     answered()
     raise KeyboardInterrupt
+
+
+class deferred_interrupts:
+    """``with deferred_interrupts(on_signal): ...``: SIGINT and SIGTERM call
+    ``on_signal(name)`` instead of stopping the process, so that a checkpointed run
+    (``pimrl train --checkpoint``) can finish its round, write a checkpoint at the boundary
+    and exit 130. A second SIGINT raises ``KeyboardInterrupt`` at once (the last checkpoint
+    written stays). The previous handlers, :class:`prompt_interrupts`' included, come back
+    on exit. Does nothing outside the main thread."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, on_signal):
+        self.on_signal = on_signal
+        self.received = None
+        self._saved = {}
+
+    def _note(self, signum, frame):
+        if self.received is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.received = signal.Signals(signum).name
+        self.on_signal(self.received)
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        answered()
+        for sig in self.SIGNALS:
+            previous = signal.getsignal(sig)
+            if previous is None or previous is signal.SIG_IGN:   # left alone, as it was
+                continue
+            self._saved[sig] = previous
+            signal.signal(sig, self._note)    # CPython's C handler: no grace timer
+        return self
+
+    def __exit__(self, *exc):
+        for sig, previous in self._saved.items():
+            signal.signal(sig, previous)
+            if sig == signal.SIGINT and previous is _answer_and_raise:
+                _libc.signal(signal.SIGINT, _on_sigint.address)     # prompt_interrupts' again
+        self._saved = {}
+        return False

@@ -106,6 +106,19 @@ def register(subparsers) -> None:
     from pimrl.cli import add_executor_options
 
     add_executor_options(p, "--backend pim: the DPU set's whole ranks spread over the workers")
+    g = p.add_argument_group("checkpoints (--backend pim on the simulator)")
+    g.add_argument("--checkpoint", metavar="DIR",
+                   help="write DIR/checkpoint.npz atomically at round boundaries (after the "
+                   "broadcast of sync:R, sync:R:weighted and own:R rounds; a single-round "
+                   "scheme such as plain mean can only checkpoint at its end), and at the next "
+                   "boundary after SIGINT or SIGTERM, then exit 130")
+    g.add_argument("--checkpoint-every", type=L.integer(1, 1 << 30), default=1, metavar="N",
+                   help="rounds between checkpoints (default 1)")
+    g.add_argument("--resume", metavar="DIR",
+                   help="continue from DIR's checkpoint (and keep checkpointing there) with the "
+                   "same options and data: the tables, modelled times and quality equal an "
+                   "uninterrupted run's bit for bit; a changed option, dataset or pimrl version "
+                   "is refused (exit 2)")
     g = p.add_argument_group("output")
     g.add_argument("--save-q", metavar="PATH", help="write the learned table (.npy, float64)")
     g.add_argument("--save-policy", metavar="PATH.npz",
@@ -125,7 +138,8 @@ def register(subparsers) -> None:
     # --online refuses these (rather than ignore them) when given a value of their own
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
                "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
-               "--executor", "--workers", "--threads-per-worker", "--max-memory")
+               "--executor", "--workers", "--threads-per-worker", "--max-memory",
+               "--checkpoint", "--checkpoint-every", "--resume")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
               "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
@@ -196,7 +210,7 @@ def _dpu_counts(text: str):
     return counts
 
 
-def run_pim(records, env, params, args, n_dpus, hw, placement=None):
+def run_pim(records, env, params, args, n_dpus, hw, placement=None, checkpoint=None):
     from pimrl.experiments.quality import round_evaluator
     from pimrl.swiftrl.trainer import PimTrainer
 
@@ -204,11 +218,83 @@ def run_pim(records, env, params, args, n_dpus, hw, placement=None):
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
                          block_bytes=args.block_bytes, kernel=args.kernel, placement=placement,
                          on_round=None if args.no_eval else round_evaluator(env, params.gamma),
-                         device=args.device)
+                         device=args.device, checkpoint=checkpoint)
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
+def checkpoint_config(args, params, n_dpus: int) -> dict:
+    """The settings a checkpoint is bound to: every option that affects the results (by
+    its flag), the dataset (its file's SHA-256, or the generated spec) and pimrl's version."""
+    from pimrl import __version__
+    from pimrl.io import check_regular_input
+    from pimrl.swiftrl.checkpoint import file_sha256
+
+    if args.data is not None:
+        data = {"file_sha256": file_sha256(check_regular_input(args.data, "dataset"))}
+    else:
+        data = {"env": args.env, "transitions": args.transitions, "data_seed": args.data_seed}
+    config = {f"--{k.replace('_', '-')}": v for k, v in params.as_dict().items()}
+    config.update({"--dpus": n_dpus, "--tasklets": args.tasklets, "--aggregate": args.aggregate,
+                   "--partition": args.partition, "--shuffle-seed": args.shuffle_seed,
+                   "--hardware": args.hardware, "--hw": list(args.hw),
+                   "--block-bytes": args.block_bytes, "--kernel": args.kernel,
+                   "--device": args.device, "--no-eval": bool(args.no_eval),
+                   "dataset": data, "pimrl version": __version__})
+    return config
+
+
+def make_checkpoint(args, params, counts):
+    """The run's :class:`~pimrl.swiftrl.checkpoint.Checkpoint` (None without --checkpoint
+    or --resume); a resume's checkpoint read and checked against this run's settings."""
+    from pimrl.cli import UserError
+    from pimrl.swiftrl.checkpoint import Checkpoint, CheckpointMismatch
+
+    if args.checkpoint is None and args.resume is None:
+        if args.checkpoint_every != 1:
+            raise UserError("--checkpoint-every applies to --checkpoint or --resume")
+        return None
+    flag = "--resume" if args.resume is not None else "--checkpoint"
+    folder = args.resume if args.resume is not None else args.checkpoint
+    if not folder.strip():
+        raise UserError(f"{flag}: give a folder, not an empty name")
+    if args.checkpoint is not None and args.resume is not None and args.checkpoint != args.resume:
+        raise UserError("--resume DIR keeps checkpointing in DIR: give --checkpoint the same "
+                        "folder, or leave it out")
+    if args.backend != "pim":
+        raise UserError(f"{flag} applies to --backend pim")
+    if len(counts) > 1:
+        raise UserError(f"{flag}: give one --dpus count, not a list")
+    if args.device != "simulator" or args.executor != "local":
+        raise UserError(f"{flag}: runs on the simulator in this process only (--device "
+                        "simulator, --executor local)")
+    try:
+        return Checkpoint(folder, args.checkpoint_every,
+                          checkpoint_config(args, params, counts[0]),
+                          resume=args.resume is not None)
+    except CheckpointMismatch as exc:
+        raise UserError(str(exc)) from None
+
+
 def run_train(args: argparse.Namespace) -> int:
+    """``pimrl train``; a checkpointed run defers SIGINT and SIGTERM to a round boundary
+    (pimrl.interrupt.deferred_interrupts), writes a checkpoint there and exits 130."""
+    from pimrl.swiftrl.checkpoint import CheckpointStop
+
+    if getattr(args, "checkpoint", None) is None and getattr(args, "resume", None) is None:
+        return _run_train(args)
+    from pimrl.interrupt import deferred_interrupts
+
+    holder = {}
+    with deferred_interrupts(lambda name: setattr(holder.get("ck"), "interrupted", name)
+                             if holder.get("ck") is not None else holder.setdefault("early", name)):
+        try:
+            return _run_train(args, holder)
+        except CheckpointStop as exc:
+            print(f"pimrl train: stopped by {exc}", file=sys.stderr)
+            return 130
+
+
+def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
     from pimrl.cli import UserError
     from pimrl.learners.reference import OfflineLearner
     from pimrl.pim.hardware import get_hardware, parse_overrides
@@ -256,6 +342,13 @@ def run_train(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         counts = _dpu_counts(args.dpus)
+    checkpoint = make_checkpoint(args, params, counts if args.backend == "pim" else [])
+    if checkpoint is not None:
+        from pimrl.io import ensure_folder
+
+        ensure_folder(checkpoint.folder, "--checkpoint")
+        holder["ck"] = checkpoint
+        checkpoint.interrupted = holder.get("early")    # a signal before now: first boundary
     from pimrl.cli.plan import train_plan   # printed; refused past --max-memory
 
     plan = train_plan(args, *((counts, hw) if args.backend == "pim" else ()))
@@ -273,7 +366,7 @@ def run_train(args: argparse.Namespace) -> int:
         q = learner.q_
     elif args.backend == "cpu":
         from pimrl.baselines.cpu import cpu_baseline
-        from pimrl.cli.energy import cpu_run_energy
+        from pimrl.energy import cpu_run_energy
 
         try:
             res = cpu_baseline(records, env.n_states, env.n_actions, params, threads=args.threads,
@@ -288,7 +381,7 @@ def run_train(args: argparse.Namespace) -> int:
         q = res.q
     else:
         runs = []
-        from pimrl.cli.energy import pim_run_energy
+        from pimrl.energy import pim_run_energy
         from pimrl.pim.distributed import placement_for
 
         with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
@@ -297,7 +390,8 @@ def run_train(args: argparse.Namespace) -> int:
                 if len(counts) > 1 and not args.json:
                     print(f"{'running on' if args.device == 'upmem' else 'simulating'} {n} DPUs ...",
                           file=sys.stderr)
-                trained.append(run_pim(records, env, params, args, n, hw, placement))
+                trained.append(run_pim(records, env, params, args, n, hw, placement,
+                                       checkpoint))
         for n, tr in zip(counts, trained):
             run = {"dpus": n, "tasklets": args.tasklets, "tasklet_mode": params.tasklet_mode,
                    "block_bytes": tr.block_,
@@ -317,7 +411,7 @@ def run_train(args: argparse.Namespace) -> int:
 
                 run.update(time_to_quality(tr.rounds_), quality_tolerance=TOLERANCE_TEXT,
                            rounds=tr.rounds_)
-            run.update(pim_run_energy(tr, hw, run, args.aggregate))   # cli/energy.py
+            run.update(pim_run_energy(tr, hw, run, args.aggregate))   # pimrl/energy.py
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 
@@ -476,7 +570,7 @@ def print_report(out, params):
         print(f"  averaging     {out['aggregate_measured_s']:.4f} s   measured")
         print(f"  throughput    {out['updates_per_s_measured'] / 1e6:.1f} M updates/s   measured")
         if "energy" in out:
-            from pimrl.cli.energy import cpu_energy_text
+            from pimrl.energy import cpu_energy_text
 
             print("  " + cpu_energy_text(out))
         sats = out["saturations"]
@@ -492,7 +586,7 @@ def print_report(out, params):
             for line in time_table(r):
                 print("  " + line)
             if "energy" in r:               # reports from before energy have none
-                from pimrl.cli.energy import pim_energy_text
+                from pimrl.energy import pim_energy_text
 
                 print("  " + pim_energy_text(r))
             if "worker_transfers" in r:

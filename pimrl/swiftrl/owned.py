@@ -469,7 +469,44 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         sent = None
         # What stopping after a round would add: gathering the tables (as the last round does).
         stop_s = cost.parallel_transfer_seconds(hw, 4 * nq, n, dpus.n_ranks(), False)
-        for r, epochs in enumerate(round_epochs):
+        ck = getattr(trainer, "checkpoint", None)
+        start = 0
+        if ck is not None:
+            from pimrl.swiftrl import checkpoint as ckpt
+
+            ckpt.check_resumable(trainer, dpus)
+            if ck.state is not None:    # resume: the DPUs' memories, the ledger, V, ...
+                meta, arrays = ck.state["meta"], ck.state["arrays"]
+                ckpt.check_scheme(meta, "own", len(round_epochs))
+                if not (np.array_equal(arrays["own_bounds"], plan.bounds)
+                        and np.array_equal(arrays["own_ranges"], plan.own)):
+                    raise ckpt.CheckpointMismatch("--resume: the checkpoint's owner plan "
+                                                  "differs from this run's")
+                start = int(meta["round"])
+                ckpt.poke_dpus(dpus, arrays)
+                ckpt.restore_ledger(dpus.ledger(), meta)
+                counters = arrays["counters"].copy()
+                tasklet_counters = (arrays["tasklet_counters"].copy()
+                                    if "tasklet_counters" in arrays else None)
+                v = arrays["v"].copy()
+                sent = arrays["sent"].copy()
+                agg_s = float(meta["host_aggregation_s"])
+                history = list(meta["history"])
+                if start == len(round_epochs):      # a finished run
+                    tables = arrays["tables"].copy()
+
+            def snapshot():
+                arrays = dict(ckpt.peek_dpus(dpus), counters=counters, v=v, sent=sent,
+                              own_bounds=plan.bounds, own_ranges=plan.own)
+                if tasklet_counters is not None:
+                    arrays["tasklet_counters"] = tasklet_counters
+                if r == len(round_epochs) - 1:
+                    arrays["tables"] = tables
+                meta = {"scheme": "own", "ledger": ckpt.ledger_meta(dpus.ledger()),
+                        "history": history, "host_aggregation_s": agg_s}
+                return meta, arrays
+        for r in range(start, len(round_epochs)):
+            epochs = round_epochs[r]
             last = r == len(round_epochs) - 1
             params[:, P_EPOCHS] = epochs
             if sent is None or not np.array_equal(sent, params):    # only when they change
@@ -506,6 +543,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
                 entry.update(on_round(assemble_table(plan, snap, p.dtype, p.frac_bits,
                                                      global_states)))
             history.append(entry)
+            if ck is not None:              # a round boundary: after the broadcast of V
+                ck.boundary(r + 1, len(round_epochs), snapshot)
         t0 = time.perf_counter()
         q = assemble_table(plan, tables, p.dtype, p.frac_bits, global_states)
         agg_s += time.perf_counter() - t0

@@ -293,7 +293,7 @@ class PimTrainer:
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int | None = None,
                  keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None,
-                 device: str = "simulator", own_layout: str = "auto"):
+                 device: str = "simulator", own_layout: str = "auto", checkpoint=None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -308,6 +308,8 @@ class PimTrainer:
         self.on_round = on_round     # q (float64) -> dict, after every round (instrumentation)
         self.device = device
         self.own_layout = own_layout  # own:R: "auto", "global" or "local" (swiftrl/owned.py)
+        # a pimrl.swiftrl.checkpoint.Checkpoint: written at round boundaries, resumed from
+        self.checkpoint = checkpoint
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
@@ -406,7 +408,41 @@ class PimTrainer:
             nq = n_states * n_actions
             raw_dtype = np.int32 if p.dtype == "int32" else np.float32
             time_key = "modelled_s" if dpus.modelled else "measured_s"
-            for r, epochs in enumerate(round_epochs):
+            ck = self.checkpoint
+            start = 0
+            if ck is not None:
+                from pimrl.swiftrl import checkpoint as ckpt
+
+                ckpt.check_resumable(self, dpus)
+                if ck.state is not None:        # resume: the DPUs' memories, the ledger, ...
+                    meta, arrays = ck.state["meta"], ck.state["arrays"]
+                    ckpt.check_scheme(meta, "mean", len(round_epochs))
+                    start = int(meta["round"])
+                    ckpt.poke_dpus(dpus, arrays)
+                    ckpt.restore_ledger(dpus.ledger(), meta)
+                    counters = arrays["counters"].copy()
+                    tasklet_counters = (arrays["tasklet_counters"].copy()
+                                        if "tasklet_counters" in arrays else None)
+                    if "visits_before" in arrays:
+                        visits_before = arrays["visits_before"].copy()
+                    agg_s = float(meta["host_aggregation_s"])
+                    self.rounds_ = list(meta["history"])
+                    if start == len(round_epochs):      # a finished run
+                        q, raw = arrays["q"].copy(), arrays["tables"].copy()
+
+                def snapshot():
+                    arrays = dict(ckpt.peek_dpus(dpus), counters=counters)
+                    if tasklet_counters is not None:
+                        arrays["tasklet_counters"] = tasklet_counters
+                    if not np.isscalar(visits_before):
+                        arrays["visits_before"] = visits_before
+                    if r == len(round_epochs) - 1:
+                        arrays.update(q=q, tables=raw)
+                    meta = {"scheme": "mean", "ledger": ckpt.ledger_meta(dpus.ledger()),
+                            "history": self.rounds_, "host_aggregation_s": agg_s}
+                    return meta, arrays
+            for r in range(start, len(round_epochs)):
+                epochs = round_epochs[r]
                 last = r == len(round_epochs) - 1
                 params[:, P_EPOCHS] = epochs
                 with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
@@ -432,6 +468,8 @@ class PimTrainer:
                 if self.on_round is not None:
                     entry.update(self.on_round(q))
                 self.rounds_.append(entry)
+                if ck is not None:          # a round boundary: after the broadcast
+                    ck.boundary(r + 1, len(round_epochs), snapshot)
         finally:
             dpus.free()
 
