@@ -513,3 +513,16 @@ def test_c_kernel_runs_the_local_layout_bit_exact():
     assert tr.own_layout_ == "local"
     assert np.array_equal(tr.q_, q_ref)
     assert np.array_equal(tr.counters_, numba_tr.counters_)
+
+
+def test_c_kernel_refuses_a_table_past_wram_before_compiling(monkeypatch):
+    """The C program is checked as the numba one is, before the compiler runs: one
+    ValueError naming the overflow (the CLI's one-line error), not a build failure."""
+    from pimrl.rlkernel import cprogram
+
+    built = []
+    monkeypatch.setattr(cprogram, "build_kernel", lambda *a, **k: built.append(a))
+    with pytest.raises(ValueError, match="WRAM overflow"):
+        cprogram.swiftrl_program(4096, 4, 16, "q", "fp32", "seq", 2048,
+                                 get_hardware("upmem-2556"), False, tasklet_mode="rows")
+    assert built == []

@@ -201,7 +201,13 @@ def swiftrl_program(n_states, n_actions, tasklets, algo, dtype, sampling, block_
                     perfcounter: str | None = None,
                     tasklet_stats: bool = False) -> SwiftRlCProgram:
     """Drop-in for ``RlProgram(...)``: the C kernel of that variant, built and loaded
-    (``perfcounter``, ``tasklet_stats``: :func:`build_kernel`'s)."""
+    (``perfcounter``, ``tasklet_stats``: :func:`build_kernel`'s). The numba program's
+    checks come first, so a table or buffers that do not fit WRAM are refused in its words
+    before the compiler runs."""
+    from pimrl.rlkernel.program import RlProgram
+
+    RlProgram(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes, hardware,
+              count_visits, bootstrap, tasklet_mode)
     path = build_kernel(n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes,
                         count_visits, bootstrap=bootstrap, tasklet_mode=tasklet_mode,
                         perfcounter=perfcounter, tasklet_stats=tasklet_stats)
