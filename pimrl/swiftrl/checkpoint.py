@@ -230,3 +230,15 @@ def check_resumable(trainer, dpus) -> None:
     if not isinstance(dpus, DpuPackageSet) or not dpus.modelled:
         raise ValueError("--checkpoint: runs on the simulator in this process only "
                          "(--device simulator, --executor local)")
+
+
+def resume_dpus(dpus, state: dict, scheme: str, n_rounds: int):
+    """What every scheme's resume does first: check the scheme, write the DPUs' memories
+    back, restore the ledger; returns (the round to start at, the launches' summed counters,
+    the tasklets' counters or None)."""
+    meta, arrays = state["meta"], state["arrays"]
+    check_scheme(meta, scheme, n_rounds)
+    poke_dpus(dpus, arrays)
+    restore_ledger(dpus.ledger(), meta)
+    tasklet = arrays["tasklet_counters"].copy() if "tasklet_counters" in arrays else None
+    return int(meta["round"]), arrays["counters"].copy(), tasklet

@@ -477,17 +477,12 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
             ckpt.check_resumable(trainer, dpus)
             if ck.state is not None:    # resume: the DPUs' memories, the ledger, V, ...
                 meta, arrays = ck.state["meta"], ck.state["arrays"]
-                ckpt.check_scheme(meta, "own", len(round_epochs))
                 if not (np.array_equal(arrays["own_bounds"], plan.bounds)
                         and np.array_equal(arrays["own_ranges"], plan.own)):
                     raise ckpt.CheckpointMismatch("--resume: the checkpoint's owner plan "
                                                   "differs from this run's")
-                start = int(meta["round"])
-                ckpt.poke_dpus(dpus, arrays)
-                ckpt.restore_ledger(dpus.ledger(), meta)
-                counters = arrays["counters"].copy()
-                tasklet_counters = (arrays["tasklet_counters"].copy()
-                                    if "tasklet_counters" in arrays else None)
+                start, counters, tasklet_counters = ckpt.resume_dpus(dpus, ck.state, "own",
+                                                                     len(round_epochs))
                 v = arrays["v"].copy()
                 sent = arrays["sent"].copy()
                 agg_s = float(meta["host_aggregation_s"])

@@ -416,13 +416,8 @@ class PimTrainer:
                 ckpt.check_resumable(self, dpus)
                 if ck.state is not None:        # resume: the DPUs' memories, the ledger, ...
                     meta, arrays = ck.state["meta"], ck.state["arrays"]
-                    ckpt.check_scheme(meta, "mean", len(round_epochs))
-                    start = int(meta["round"])
-                    ckpt.poke_dpus(dpus, arrays)
-                    ckpt.restore_ledger(dpus.ledger(), meta)
-                    counters = arrays["counters"].copy()
-                    tasklet_counters = (arrays["tasklet_counters"].copy()
-                                        if "tasklet_counters" in arrays else None)
+                    start, counters, tasklet_counters = ckpt.resume_dpus(
+                        dpus, ck.state, "mean", len(round_epochs))
                     if "visits_before" in arrays:
                         visits_before = arrays["visits_before"].copy()
                     agg_s = float(meta["host_aggregation_s"])
