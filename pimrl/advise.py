@@ -37,13 +37,9 @@ What comes out: for every run, the modelled time to target (the round's modelled
 (:func:`pimrl.energy.pim_run_energy`, as ``pimrl train`` computes it); the Pareto front of
 the two; and the recommended point (least time, or least energy). Nothing here is measured
 except the search's own wall clock, and every figure is deterministic: the same flags give
-the same numbers. One difference from ``pimrl train``'s energy: for ``own:R`` it prices the
-host's work between rounds (not an average, so without a host model) from that work's time
-measured on this machine, which varies from run to run (tens of percent of the energy on
-Taxi); the advice leaves that part out of ``energy_to_target_modelled_j`` (so it favours
-``own:R`` by that much) and reports this run's figure apart
-(``own_host_energy_from_measured_time_j``). For the other aggregators the energy is
-``pimrl train``'s ``energy_to_quality_modelled_j`` exactly.
+the same numbers. The energy to target is ``pimrl train``'s ``energy_to_quality_modelled_j``
+exactly, for every aggregator (own:R's host work included, modelled:
+:func:`pimrl.pim.host.host_owned_seconds`).
 """
 from __future__ import annotations
 
@@ -127,7 +123,6 @@ class Outcome:
     bound_s: float | None = None
     bound_j: float | None = None
     cpu_dpu_s: float | None = None  # the run's modelled CPU-DPU time (checks the bound)
-    host_measured_j: float | None = None   # own:R: what pimrl train adds (measured host time)
 
     def as_dict(self) -> dict:
         c = self.candidate
@@ -136,8 +131,7 @@ class Outcome:
                 "stage": self.stage, "status": self.status,
                 "time_to_target_modelled_s": self.time_s,
                 "energy_to_target_modelled_j": self.energy_j, "target_round": self.round,
-                "run_total_modelled_s": self.total_s, "detail": self.detail,
-                "own_host_energy_from_measured_time_j": self.host_measured_j}
+                "run_total_modelled_s": self.total_s, "detail": self.detail}
 
 
 @dataclass
@@ -255,18 +249,8 @@ def run_candidate(problem: Problem, c: Candidate, stage: str) -> Outcome:
     # the energy as pimrl train computes it (pimrl/energy.py), at this target's round
     run = {"dpus": c.dpus, "time_to_quality_modelled_s": first["modelled_s"],
            "quality_round": first["round"]}
-    train_j = float(pim_run_energy(tr, problem.hw, run, c.aggregate)
-                    ["energy_to_quality_modelled_j"])
-    if c.aggregate.startswith("own:"):
-        # pimrl train prices own:R's host work from its time measured on this machine; the
-        # advice leaves that part out (it varies run to run) and reports it apart
-        from pimrl.pim.energy import ledger_energy
-
-        out.energy_j = float(ledger_energy(tr.timings_, problem.hw, c.dpus,
-                                           until_s=first["modelled_s"])["energy_total_modelled_j"])
-        out.host_measured_j = max(train_j - out.energy_j, 0.0)
-    else:
-        out.energy_j = train_j
+    out.energy_j = float(pim_run_energy(tr, problem.hw, run, c.aggregate)
+                         ["energy_to_quality_modelled_j"])
     out.status = "reached"
     out.round = first["round"]
     out.time_s = float(first["modelled_s"])

@@ -1,19 +1,20 @@
 """The energy part of ``pimrl train``'s report (docs/cost-model.md, "Energy and the host").
 
 PIM runs (:func:`pim_run_energy`): ``energy`` (the components of
-:func:`pimrl.pim.energy.ledger_energy` and their total, modelled), ``host_aggregation_modelled_s``
-(the PrIM server's host averaging the DPUs' tables, :func:`pimrl.pim.host.host_aggregation_seconds`,
-for the averaging aggregators; None for ``own:R``, whose host work is not an average) and,
-where the run was evaluated round by round, ``energy_to_quality_modelled_j``: the energy of
-the run up to its time to quality. That energy is pro-rated on the ledger: its events are
-walked in order up to the modelled time to quality (the event that straddles it counted pro
-rata), and the host's aggregation counts for the rounds done. For ``own:R`` the time of a
-round before the last includes the gather that stopping there would cost, which is not in the
-ledger; its share is priced as the events that follow it. On real DPUs (measured times) only
-the whole run's energy is given.
-
-The host's aggregation time in the energy is the modelled one where there is one, else the
-one measured on this machine (``own:R``), as ``energy_host_aggregation_time`` says.
+:func:`pimrl.pim.energy.ledger_energy` and their total, modelled), ``host_threads`` and
+``host_aggregation_modelled_s``: the PrIM server's host (:data:`pimrl.pim.host.PRIM_HOST`) on
+``host_threads`` threads (default: its cores; ``pimrl train --host-threads``) averaging the
+DPUs' tables every round (:func:`pimrl.pim.host.host_aggregation_seconds`), or, for ``own:R``,
+merging the gathered rows and building V between rounds and assembling the table after the
+last (:func:`pimrl.pim.host.host_owned_seconds`). It stands beside the trainers' measured
+``host_aggregation`` (this machine) and is the host time the energy counts, for every scheme:
+a run's energy depends on nothing measured. Where the run was evaluated round by round,
+``energy_to_quality_modelled_j``: the energy of the run up to its time to quality. That energy
+is pro-rated on the ledger: its events are walked in order up to the modelled time to quality
+(the event that straddles it counted pro rata), and the host's work counts for the rounds
+done (own:R: their merges and the assembly that stopping there needs). For ``own:R`` the time of a round before the last includes the gather that
+stopping there would cost, which is not in the ledger; its share is priced as the events that
+follow it. On real DPUs (measured times) only the whole run's energy is given.
 
 CPU runs (:func:`cpu_run_energy`): measured through RAPL where readable, else modelled
 (:func:`pimrl.baselines.energy.cpu_energy`), with ``energy_basis`` saying which.
@@ -21,34 +22,51 @@ CPU runs (:func:`cpu_run_energy`): measured through RAPL where readable, else mo
 from __future__ import annotations
 
 from pimrl.pim.energy import energy_line, ledger_energy
-from pimrl.pim.host import PRIM_HOST, host_aggregation_seconds
+from pimrl.pim.host import PRIM_HOST, host_aggregation_seconds, host_owned_seconds
 
 
-def pim_run_energy(tr, hw, run: dict, aggregate: str) -> dict:
-    """The energy keys of one PIM run of ``pimrl train`` (``tr``: the fitted PimTrainer;
-    ``run``: its report so far, with ``quality_round`` where evaluated)."""
+def host_modelled_seconds(tr, n_dpus: int, aggregate: str, threads=None,
+                          host=PRIM_HOST, rounds=None) -> float:
+    """The host's modelled work of one fitted PIM run (``tr``) over its rounds (``rounds``:
+    as if it stopped after that many; default all), on ``threads`` threads of ``host``
+    (default: every core): the averaging of every round (mean, weighted, sync:R), or own:R's
+    merges between rounds and the assembly of the table when it stops."""
     from pimrl.learners.aggregate import parse_aggregate
 
     spec = parse_aggregate(aggregate)
-    n_dpus = int(run["dpus"])
-    rounds = max(len(getattr(tr, "rounds_", []) or []), 1)
+    if rounds is None:
+        rounds = max(len(getattr(tr, "rounds_", []) or []), 1)
+    n_states, n_actions = (int(x) for x in tr.q_.shape)
     if spec.name == "own":
-        modelled_agg = None
-    else:               # every round averages the DPUs' tables (and, weighted, their visits)
-        per = host_aggregation_seconds(PRIM_HOST, n_dpus, int(tr.q_.size), threads=None,
-                                       bytes_per_entry=8 if spec.needs_visits else 4)
-        modelled_agg = per * rounds
-    measured_agg = float(tr.timings_.measured_s.get("host_aggregation", 0.0))
-    agg_s = measured_agg if modelled_agg is None else modelled_agg
+        out_words = 2 * n_actions + int(tr.plan_.longest_range)
+        return host_owned_seconds(host, n_dpus, n_states, n_actions, out_words, rounds,
+                                  threads)["total_s"]
+    # every round averages the DPUs' tables (and, weighted, their visits)
+    per = host_aggregation_seconds(host, n_dpus, n_states * n_actions, threads=threads,
+                                   bytes_per_entry=8 if spec.needs_visits else 4)
+    return per * rounds
+
+
+def pim_run_energy(tr, hw, run: dict, aggregate: str, host_threads=None) -> dict:
+    """The energy keys of one PIM run of ``pimrl train`` (``tr``: the fitted PimTrainer;
+    ``run``: its report so far, with ``quality_round`` where evaluated; ``host_threads``:
+    the host's threads, default its cores)."""
+    n_dpus = int(run["dpus"])
+    threads = PRIM_HOST.cores if host_threads is None else int(host_threads)
+    agg_s = host_modelled_seconds(tr, n_dpus, aggregate, threads)
     out = {"energy": ledger_energy(tr.timings_, hw, n_dpus, host_aggregation_s=agg_s),
-           "host_aggregation_modelled_s": modelled_agg,
-           "energy_host_aggregation_time": ("measured (this machine)" if modelled_agg is None
-                                            else f"modelled ({PRIM_HOST.name})")}
+           "host_threads": threads,
+           "host_aggregation_modelled_s": agg_s,
+           "energy_host_aggregation_time": f"modelled ({PRIM_HOST.name}, {threads} "
+                                           f"thread{'s' * (threads > 1)})"}
     if "time_to_quality_modelled_s" in run:
         t_q, r_q = run["time_to_quality_modelled_s"], run.get("quality_round")
+        # the host's work of the rounds done (own:R: their merges, and the assembly that
+        # stopping there needs, as the time to quality counts the gather)
         out["energy_to_quality_modelled_j"] = None if t_q is None else ledger_energy(
             tr.timings_, hw, n_dpus, until_s=t_q,
-            host_aggregation_s=agg_s * r_q / rounds)["energy_total_modelled_j"]
+            host_aggregation_s=host_modelled_seconds(tr, n_dpus, aggregate, threads,
+                                                     rounds=r_q))["energy_total_modelled_j"]
     return out
 
 
@@ -66,6 +84,8 @@ def pim_energy_text(run: dict) -> str:
     if run.get("energy_to_quality_modelled_j") is not None:
         text += f"; to quality {run['energy_to_quality_modelled_j'] * 1e3:.3f} mJ modelled"
     where = run.get("energy_host_aggregation_time")
+    if where and run.get("host_aggregation_modelled_s") is not None:
+        where = f"{run['host_aggregation_modelled_s'] * 1e3:.4g} ms {where}"
     return f"energy {text}" + (f"; host aggregation time {where}" if where else "")
 
 

@@ -41,14 +41,15 @@ def _killed_after(monkeypatch, round_k):
     monkeypatch.setattr(ckpt.Checkpoint, "boundary", boundary)
 
 
-def _same_results(full, resumed, q_full, q_resumed, measured_energy=False):
+def _same_results(full, resumed, q_full, q_resumed):
     assert np.array_equal(np.load(q_full), np.load(q_resumed))
     a, b = full["runs"][0], resumed["runs"][0]
     for key in ("modelled_s", "modelled_total_s", "rounds", "quality_round",
                 "time_to_quality_modelled_s", "n_updates", "saturations"):
         assert a[key] == b[key], key
-    if not measured_energy:     # own:R prices its host merge by its measured time
-        assert a["energy"] == b["energy"]
+    # modelled, own:R's host merges included (pimrl.pim.host.host_owned_seconds)
+    assert a["energy"] == b["energy"]
+    assert a.get("energy_to_quality_modelled_j") == b.get("energy_to_quality_modelled_j")
     assert full["evaluation"] == resumed["evaluation"]
 
 
@@ -81,8 +82,7 @@ def test_resume_after_kill_is_bit_exact(tmp_path, monkeypatch, aggregate, kill_a
     rc, resumed = _run(["--aggregate", aggregate, *extra, "--resume", str(folder),
                         "--save-q", str(tmp_path / "resumed.npy")])
     assert rc == 0
-    _same_results(full, resumed, tmp_path / "full.npy", tmp_path / "resumed.npy",
-                  measured_energy=aggregate.startswith("own"))
+    _same_results(full, resumed, tmp_path / "full.npy", tmp_path / "resumed.npy")
 
 
 def test_every_n_rounds_and_single_round_end(tmp_path, monkeypatch):

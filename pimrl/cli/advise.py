@@ -237,10 +237,6 @@ def run_advise(args) -> int:
         mark = "  <- recommended" if o is best else ""
         print(f"  {c.dpus:>5} {c.tasklets:>8} {c.tasklet_mode:<5} {c.aggregate:<12} "
               f"{c.epochs:>6} {o.round:>5} {o.time_s * 1e3:>19.3f} {o.energy_j:>20.4f}{mark}")
-    if any(o.candidate.aggregate.startswith("own:") for o in front):
-        print("  own:R energy leaves out the host's work between rounds, which pimrl train "
-              "prices from its time measured on this machine (JSON: "
-              "own_host_energy_from_measured_time_j)")
     print(f"\nrecommended (least modelled {args.objective}): {best.time_s * 1e3:.3f} ms and "
           f"{best.energy_j:.4f} J to the target, modelled (round {best.round})")
     print(command)

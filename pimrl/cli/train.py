@@ -94,6 +94,10 @@ def register(subparsers) -> None:
     g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
                    help="DPU program (pimrl list): the simulator's numba kernel, or the UPMEM C "
                    "kernel of kernels/ run by the DPU runtime (needs a C compiler; slower)")
+    g.add_argument("--host-threads", type=L.integer(1, 1 << 16), default=None, metavar="N",
+                   help="threads of the modelled host (the PrIM server's 2 x Xeon Silver 4215) "
+                   "for its aggregation or own:R's merges, host_aggregation_modelled_s and the "
+                   "energy (default: its 16 cores; more threads count as the cores)")
     from pimrl.swiftrl.dpus import DEVICES
 
     g.add_argument("--device", choices=list(DEVICES), default=t["device"],
@@ -139,7 +143,7 @@ def register(subparsers) -> None:
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
                "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
                "--executor", "--workers", "--threads-per-worker", "--max-memory",
-               "--checkpoint", "--checkpoint-every", "--resume")
+               "--checkpoint", "--checkpoint-every", "--resume", "--host-threads")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
               "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
@@ -313,7 +317,7 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
                              "--tasklet-mode")
                  if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
         given += [f for f, default in (("--executor", "local"), ("--workers", None),
-                                       ("--threads-per-worker", None))
+                                       ("--threads-per-worker", None), ("--host-threads", None))
                   if getattr(args, f[2:].replace("-", "_")) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
@@ -411,7 +415,8 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
 
                 run.update(time_to_quality(tr.rounds_), quality_tolerance=TOLERANCE_TEXT,
                            rounds=tr.rounds_)
-            run.update(pim_run_energy(tr, hw, run, args.aggregate))   # pimrl/energy.py
+            run.update(pim_run_energy(tr, hw, run, args.aggregate,   # pimrl/energy.py
+                                      host_threads=args.host_threads))
             if not args.no_eval and len(counts) > 1:
                 from pimrl.envs import evaluate_against_optimum
 

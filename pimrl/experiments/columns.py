@@ -32,7 +32,7 @@ RESULT_COLUMNS = (
     "cpu_c_mt_updates_per_s_measured", "cpu_1t_quality_epoch",
     "cpu_1t_time_to_quality_measured_s", "cpu_mt_quality_epoch",
     "cpu_mt_time_to_quality_measured_s", "cpu_1t_epochs_run", "cpu_mt_epochs_run",
-    "peak_rss_measured_bytes",
+    "peak_rss_measured_bytes", "pim_host_aggregation_modelled_s",
 )
 #: Result columns a results file may lack (written before they existed).
 YOUNGER_COLUMNS = RESULT_COLUMNS[RESULT_COLUMNS.index("cpu_c_1t_measured_s"):]
@@ -48,6 +48,10 @@ COLUMN_NOTES = {
     "_measured_s": "seconds, measured by the worker the row names (wall clock for the CPU, "
                    "CUDA events for GPU transfers and kernel); compilation excluded, except in "
                    "pim_simulation_wall_measured_s",
+    "pim_host_aggregation_modelled_s": "the PrIM host's (16 cores) averaging of every round, "
+                                       "or own:R's merges and assembly, modelled "
+                                       "(pimrl.energy.host_modelled_seconds; not in "
+                                       "pim_total_modelled_s)",
     "pim_simulation_wall_measured_s": "wall clock of the simulator itself (not a PIM time); "
                                       "a worker's first row includes numba compilation",
     "pim_updates_per_s_modelled": "Q-updates per modelled second of the whole PIM run",

@@ -49,6 +49,7 @@ def _quality(env, q, gamma):
 def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
     """A row's PIM simulation and the exact quality of its policy."""
     from pimrl.cluster import worker_facts
+    from pimrl.energy import host_modelled_seconds
     from pimrl.swiftrl.trainer import PimTrainer
 
     facts = worker_facts(numba_threads)
@@ -69,6 +70,8 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
                 pim_saturations=tr.saturations_,
                 pim_conflicts=tr.conflicts_ if params.tasklet_mode == "unlocked" else "",
                 pim_host_aggregation_measured_s=tr.timings_.measured_s.get("host_aggregation"),
+                pim_host_aggregation_modelled_s=host_modelled_seconds(tr, run["n_dpus"],
+                                                                      run["aggregator"]),
                 pim_simulation_wall_measured_s=tr.timings_.measured_s.get("simulation_wall"),
                 success_rate=ev["success_rate"], mean_return=ev["mean_return"],
                 optimal_success_rate=ev["optimal_success_rate"],

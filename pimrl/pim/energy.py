@@ -22,7 +22,7 @@ bytes it moved (summed over DPUs):
   while it aggregates.
 
 ``energy_total_modelled_j`` is their sum. The modelled total time of the ledger leaves the
-host's aggregation out (it is measured apart); the energy counts it, in ``host``.
+host's aggregation out (modelled apart: pimrl.energy); the energy counts it, in ``host``.
 
 Not modelled: DRAM refresh and standby beyond ``P_idle``, the host's own DRAM and the rest
 of the server (fans, power supply, disks), a frequency what-if's effect on power (power is

@@ -16,8 +16,15 @@ Aggregation (:func:`host_aggregation_seconds`): averaging ``N`` tables of ``E`` 
 - memory: ``(N + 1) * E * bytes_per_entry / memory_bandwidth`` (every table read once,
   the result written once; the bandwidth is shared, so more threads do not raise it).
 
+State-owned learning (``own:R``, :func:`host_owned_seconds`) does not average tables: between
+rounds the host reads the gathered ``v_out`` words (each DPU's two edge rows and the values of
+its states), merges the split states' rows and builds the next ``V`` (``S`` words); after the
+last round it keeps each state's owner row of the gathered tables. Each pass is priced like
+aggregation (:func:`host_pass_seconds`): the larger of its entries over the threads and its
+bytes over the memory bandwidth.
+
 Nothing here is measured; the trainers' ``host_aggregation`` time, measured on this machine,
-stays as it is, and a report may carry ``host_aggregation_modelled_s`` beside it.
+stays as it is, and a report carries ``host_aggregation_modelled_s`` beside it.
 """
 from __future__ import annotations
 
@@ -102,6 +109,40 @@ def _threads(host: HostModel, threads) -> int:
     if t < 1:
         raise ValueError(f"threads must be at least 1; got {threads}")
     return min(t, host.cores)
+
+
+def host_pass_seconds(host: HostModel, entries: float, nbytes: float, threads=None) -> float:
+    """Modelled seconds of one host pass that handles ``entries`` entries (``aggregate_s_per_entry``
+    each on one core, split over ``threads`` threads) and moves ``nbytes`` through the host's
+    memory (its bandwidth shared by every thread): the larger of the two bounds."""
+    if entries < 0 or nbytes < 0:
+        raise ValueError("entries and nbytes must be >= 0")
+    t = _threads(host, threads)
+    return max(entries * host.aggregate_s_per_entry / t,
+               nbytes / (host.memory_bandwidth_gbps * 1e9))
+
+
+def host_owned_seconds(host: HostModel, n_dpus: int, n_states: int, n_actions: int,
+                       out_words: int, rounds: int, threads=None,
+                       bytes_per_entry: int = 4) -> dict:
+    """Modelled host work of state-owned learning (``own:R``) on ``n_dpus`` DPUs with
+    ``rounds`` rounds, each DPU leaving ``out_words`` words in ``v_out`` (``2 * A`` edge
+    words and its longest state range): ``{"merge_s", "assembly_s", "total_s"}``.
+
+    - a merge, each of the ``rounds - 1`` rounds before the last: the gather's
+      ``n_dpus * out_words`` words read and handled once, and ``V`` built (``S`` entries
+      written): entries ``n_dpus * out_words + S``, bytes the same times ``bytes_per_entry``;
+    - the assembly, once: each state's owner row of the gathered tables read (``S * A``
+      entries) and written as float64: bytes ``S * A * (bytes_per_entry + 8)``.
+    """
+    if min(n_dpus, n_states, n_actions, out_words) < 0 or rounds < 1:
+        raise ValueError("counts must be >= 0 and rounds >= 1")
+    merge_entries = n_dpus * out_words + n_states
+    merge = host_pass_seconds(host, merge_entries, merge_entries * bytes_per_entry, threads)
+    table = n_states * n_actions
+    assembly = host_pass_seconds(host, table, table * (bytes_per_entry + 8), threads)
+    return {"merge_s": merge, "assembly_s": assembly,
+            "total_s": (rounds - 1) * merge + assembly}
 
 
 def host_aggregation_bounds(host: HostModel, n_tables: int, entries: int, threads=None,
