@@ -168,7 +168,7 @@ def test_bad_ids_name_the_token(spec, token):
 def test_bad_name_lists_choices():
     with pytest.raises(ValueError, match="FrozenLake-v1.*Taxi-v3"):
         make("Blackjack-v1")
-    with pytest.raises(ValueError, match="valid options: max_steps, seed, size, slippery"):
+    with pytest.raises(ValueError, match="valid options: copies, max_steps, seed, size, slippery"):
         make("FrozenLake-v1:color=1")
 
 

@@ -201,3 +201,12 @@ def test_the_table_size_sweep_report(tmp_path):
     text = (out / "scale_tables.md").read_text()
     assert "| variant | Q-table |" in text and "768 B" not in text
     assert "| q-fp32-seq | 0.8 KiB |" in text and "| q-fp32-seq | 6.0 KiB |" in text
+
+
+def test_only_copies_of_one_environment_make_a_table_sweep():
+    def row(env, n=1000):
+        return {"kind": "strong", "sweep": "s", "n_transitions": str(n), "env": env}
+
+    assert datasize.size_sweeps([row("Taxi-v3"), row("CliffWalking-v1")]) == []
+    assert datasize.size_sweeps([row("Taxi-v3"), row("Taxi-v3:copies=4")]) == [("s", "table")]
+    assert datasize.size_sweeps([row("Taxi-v3"), row("Taxi-v3", 2000)]) == [("s", "transitions")]

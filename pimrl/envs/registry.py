@@ -47,7 +47,8 @@ _MAX_STEPS = _Option(None, EPISODE_STEPS)
 #: the CPU's caches and a DPU's WRAM). 8,192 copies of Taxi are 4.1M states.
 MAX_COPIES = 1 << 16
 MAX_TABLE_ENTRIES = 1 << 28      # S x A x K: 5.6 GB of outcome tables
-_COPIES = _Option(1, integer(1, MAX_COPIES), "independent copies, state = copy * S + state")
+_COPIES = _Option(None, integer(1, MAX_COPIES),
+                  "independent copies (1 when absent), state = copy * S + state")
 
 
 def tile_copies(tables, copies: int):
@@ -209,12 +210,15 @@ def make(env_id: str, **overrides) -> TabularEnv:
     tables, limit, description, desc = entry.build(opts)
     if opts.get("max_steps") == limit:
         del opts["max_steps"]
+    if opts.get("copies") == 1:          # one copy is the environment itself
+        del opts["copies"]
     max_steps = opts.get("max_steps", limit)
     shown = {k: v for k, v in opts.items() if entry.options[k].default != v}
     if "size" in opts:            # a generated map always names its seed
         shown["seed"] = opts["seed"]
     canonical = name + (":" + ",".join(f"{k}={shown[k]}" for k in sorted(shown)) if shown else "")
-    next_state, prob, reward, terminated, initial, goal = tile_copies(tables, opts["copies"])
+    next_state, prob, reward, terminated, initial, goal = tile_copies(tables,
+                                                                      opts.get("copies", 1))
     return TabularEnv(next_state=next_state, prob=prob, reward=reward, terminated=terminated,
                       initial_dist=initial, goal=goal, max_episode_steps=max_steps,
                       env_id=canonical, description=description, desc=desc)

@@ -64,21 +64,35 @@ AXES = {
 }
 
 
+def _base_env(env_id: str):
+    """An environment id without its ``copies`` option (None for a Gymnasium id)."""
+    from pimrl.envs.gymnasium_env import is_gym_id
+    from pimrl.envs.registry import parse_spec
+
+    if is_gym_id(env_id):
+        return None
+    name, opts = parse_spec(env_id)
+    opts.pop("copies", None)
+    return name, tuple(sorted(opts.items()))
+
+
 def size_sweeps(rows) -> list:
     """[(sweep, axis)] of the strong sweeps (a weak sweep's size grows with its DPUs) whose
-    rows hold more than one dataset size (axis ``transitions``), or one size and more than
-    one table size (axis ``table``)."""
+    rows hold more than one dataset size (axis ``transitions``), or one size and one
+    environment in several numbers of copies (axis ``table``: ``Taxi-v3:copies=K``; a sweep
+    over different environments compares them, not their tables' sizes)."""
     sizes: dict = {}
-    tables: dict = {}
+    envs: dict = {}
     for r in rows:
         if r["kind"] == "strong":
             sizes.setdefault(r["sweep"], set()).add(r["n_transitions"])
-            tables.setdefault(r["sweep"], set()).add(table_bytes(r["env"]))
+            envs.setdefault(r["sweep"], set()).add(r["env"])
     out = []
     for sweep, n in sizes.items():
+        bases = {_base_env(e) for e in envs[sweep]}
         if len(n) > 1:
             out.append((sweep, "transitions"))
-        elif len(tables[sweep]) > 1 and None not in tables[sweep]:
+        elif len(envs[sweep]) > 1 and len(bases) == 1 and None not in bases:
             out.append((sweep, "table"))
     return out
 
