@@ -8,6 +8,7 @@
   and :mod:`~pimrl.experiments.executors` (local and Dask);
 - :mod:`pimrl.experiments.quality`: time to quality (the greedy policy evaluated after every
   round);
-- :mod:`pimrl.experiments.plots`: ``pimrl plot``, figures and a summary table;
+- :mod:`pimrl.experiments.plots`: ``pimrl plot``, figures and a summary table (the tables:
+  :mod:`~pimrl.experiments.tables`);
 - :mod:`pimrl.experiments.datasize`: the data-size study's report.
 """
