@@ -16,6 +16,18 @@ from pimrl.learners.variants import (
 BACKENDS = ("reference", "cpu", "pim")
 
 
+def _block_bytes(text: str) -> int:
+    """--block-bytes: a DMA block, 16 to 2,048 B in whole 16-byte records (refused by the
+    parser, before any DPU is simulated)."""
+    from pimrl import limits as L
+
+    value = L.integer(16, 2048)(text)
+    if value % 16:
+        raise argparse.ArgumentTypeError(f"DMA block of {value} B: must be a multiple of 16 "
+                                         "between 16 and 2048")
+    return value
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
@@ -88,7 +100,7 @@ def register(subparsers) -> None:
                    help="hardware preset (pimrl list)")
     g.add_argument("--hw", action="append", default=[], metavar="KEY=VALUE",
                    help="what-if override, e.g. frequency_hz=500e6 or op_int32_mul=1")
-    g.add_argument("--block-bytes", type=L.integer(16, 2048), default=t["block_bytes"],
+    g.add_argument("--block-bytes", type=_block_bytes, default=t["block_bytes"],
                    help="DMA block size (16..2048; default 2048, or the largest that fits WRAM "
                    "beside the kernel's globals)")
     g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
