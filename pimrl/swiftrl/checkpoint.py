@@ -33,7 +33,6 @@ quality equal an uninterrupted run's bit for bit (measured wall times differ).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import zipfile
 from pathlib import Path
@@ -160,9 +159,7 @@ class Checkpoint:
         payload = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
         payload["meta"] = np.frombuffer(text, np.uint8)
         with atomic_writer(self.path) as f:
-            buf = io.BytesIO()
-            np.savez(buf, **payload)
-            f.write(buf.getbuffer())
+            np.savez(f, **payload)
         self.written_round = round_done
 
 
