@@ -159,6 +159,17 @@ def _train(args, limit=None):
     return json.loads(p.stdout)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_kernels():
+    """The plan leaves out numba's compilation (a cold cache adds tens of MiB to a run's
+    peak): one small run first fills the cache for the kernels the measured runs use."""
+    p = subprocess.run([sys.executable, "-m", "pimrl", "train", "--env", "Taxi-v3",
+                        "--transitions", "20000", "--backend", "pim", "--dpus", "64",
+                        "--epochs", "1", "--json"], capture_output=True, text=True,
+                       env=dict(os.environ, NUMBA_NUM_THREADS="2"), cwd=REPO)
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
 #: Address space (not memory) that a run reserves beyond its resident set: the mapped
 #: libraries (llvmlite's LLVM among them), glibc's malloc arenas, the threads' stacks.
 #: Measured on this project's VM (2 numba threads): a small run (20,000 Taxi transitions,
