@@ -263,11 +263,12 @@ def machine() -> dict:
             "logical_cpus": os.cpu_count(),
             "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
             "numba_threads": int(numba.config.NUMBA_NUM_THREADS)}
+    from pimrl.baselines.energy import cpu_model_name
+
+    model = cpu_model_name()
+    if model is not None:
+        info["cpu_model"] = model
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
         for line in open("/proc/meminfo"):
             if line.startswith("MemTotal"):
                 info["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)

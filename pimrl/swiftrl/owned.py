@@ -127,7 +127,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     global_fits = (wram_needed(n_states, n_actions, trainer.tasklets, variant, False,
                                trainer.block_bytes or RECORD_BYTES, hw.stack_bytes_per_tasklet)
                    <= hw.wram_bytes and (p.tasklet_mode != "rows" or n_states < 1 << 16))
-    layout = choose_layout(getattr(trainer, "own_layout", "auto"), global_fits)
+    layout = choose_layout(trainer.own_layout, global_fits)
     ids = None
     program_states = n_states
     if layout == "local":
