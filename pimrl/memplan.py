@@ -21,7 +21,7 @@ phase, and the plan's peak is the largest phase:
 
 The plan's ``parts`` are what each part holds at the peak (they add up to the total);
 ``phases`` gives every phase's total. Every figure is *planned*; ``pimrl train`` prints it
-before the work, beside the *measured* peak (``ru_maxrss``) after it.
+before the work, beside the *measured* peak (:func:`peak_rss_bytes`, VmHWM) after it.
 
 Not planned: the first run after an installation, when numba compiles the kernels (its cache
 is cold) and LLVM's memory comes on top of the baseline; pages the OS takes back under memory
@@ -37,6 +37,30 @@ PAGE = 4096
 RECORD = 16                     # bytes of one transition record (pimrl.data.records)
 HEADER = 256                    # a dataset file's header (pimrl.data.format.HEADER_SIZE)
 MiB, GiB = 1 << 20, 1 << 30
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's own peak resident set so far, in bytes, measured by the OS.
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this address space.
+    ``getrusage``'s ``ru_maxrss`` is not used there: Linux carries it over ``execve``, so a
+    process started from a large one (a test runner, a sweep's parent) reports its parent's
+    peak at the fork. Elsewhere ``ru_maxrss`` (bytes on macOS); None where neither exists.
+    """
+    import sys
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import resource
+    except ImportError:             # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) * (1 if sys.platform == "darwin" else 1024)
 
 #: The process's own floor in each phase of a ``pimrl train`` run: the interpreter, numpy,
 #: numba (its start-up, which the command line's Ctrl-C handler triggers before any work)

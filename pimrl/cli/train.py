@@ -444,23 +444,13 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
 
         out["evaluation"] = evaluate_against_optimum(env, q, params.gamma)
     save_learned(args, q, env, params, out)
+    from pimrl.memplan import peak_rss_bytes
     out["peak_rss_measured_bytes"] = peak_rss_bytes()
     if args.json:
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print_report(out, params)
     return 0
-
-
-def peak_rss_bytes() -> int | None:
-    """This process's peak resident memory so far, in bytes (``getrusage``'s ``ru_maxrss``:
-    KiB on Linux, bytes on macOS), measured by the OS; None where there is no ``resource``."""
-    try:
-        import resource
-    except ImportError:             # Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
 
 
 def check_save_destinations(args) -> None:
@@ -645,7 +635,7 @@ def print_report(out, params):
         print(f"  mean return  {e['mean_return']:.4f}   (optimal {e['optimal_mean_return']:.4f})")
     if out.get("peak_rss_measured_bytes") is not None:
         print(f"\npeak memory {out['peak_rss_measured_bytes'] / 2**30:.2f} GiB   measured (the "
-              f"process's peak resident set, ru_maxrss)" + (
+              f"process's peak resident set, VmHWM)" + (
                   f"; {out['memory_plan']['total_planned_bytes'] / 2**30:.2f} GiB planned"
                   if "memory_plan" in out else ""))
     if "saved_q" in out:

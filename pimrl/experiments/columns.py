@@ -75,7 +75,7 @@ COLUMN_NOTES = {
     "_time_to_quality_measured_s": "measured training time up to that epoch (evaluation "
                                    "excluded)",
     "peak_rss_measured_bytes": "peak resident memory of the process that ran the row, so far "
-                               "(getrusage ru_maxrss; measured)",
+                               "(VmHWM; measured)",
     "gpu_status": "'measured: <device>' or 'not measured: <reason>' (no figure is invented)",
     "worker": "the process that ran the PIM simulation and evaluation ('local', or a Dask "
               "worker's address listed in meta.json's session)",

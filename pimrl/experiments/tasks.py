@@ -5,10 +5,10 @@ its CPU baselines (:func:`cpu_task`) and its GPU baseline (:func:`gpu_task`). Ea
 """
 from __future__ import annotations
 
-import sys
 from collections import OrderedDict
 
 from pimrl.experiments.config import learner_params
+from pimrl.memplan import peak_rss_bytes
 
 
 # Tasks run in a worker process (or here, for the local executor). Each keeps a small cache
@@ -80,17 +80,6 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
     cols.update(time_to_quality(tr.rounds_), quality_curve=curve_text(tr.rounds_),
                 peak_rss_measured_bytes=peak_rss_bytes())
     return {"columns": cols, "worker": facts}
-
-
-def peak_rss_bytes() -> int:
-    """This process's peak resident memory so far (``ru_maxrss``: KiB on Linux, bytes on
-    macOS); 0 where the platform does not say."""
-    try:
-        import resource
-    except ImportError:                 # Windows
-        return 0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak) * (1 if sys.platform == "darwin" else 1024)
 
 
 def cpu_task(run: dict, need: int, threads: int, repeats: int,
