@@ -53,6 +53,7 @@ class Phases:
 def child(argv) -> int:
     """Run ``pimrl train ARGV`` with the phases marked; print {phase: peak bytes} as JSON on
     the last line of stderr."""
+    import pimrl.swiftrl.records as rm
     import pimrl.swiftrl.trainer as tm
     import pimrl.swiftrl.owned as om
     import pimrl.baselines.cpu as cpu
@@ -96,7 +97,7 @@ def child(argv) -> int:
     at_exit(tm, "dpu_records", "push")
     at_entry(om, "plan_owners", "owner_sort")
     at_exit(om, "plan_owners", "reorder")
-    at_entry(tm, "dpu_record_matrix", "prep")
+    at_entry(rm, "dpu_record_matrix", "prep")
     at_entry(DpuPackageSet, "__init__", "push")
     at_entry(DpuPackageSet, "run", "run", once=True)
     at_entry(OfflineLearner, "fit", "train")

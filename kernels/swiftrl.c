@@ -518,7 +518,9 @@ int main(void)
     for (int64_t e = 0; e < epochs; e++) {
 #if ROWS
         /* the epoch's snapshot of this tasklet's states, once every tasklet has finished
-         * the previous epoch; then every update may read it */
+         * the previous epoch; then every update may read it (not in a later window of an
+         * epoch: its snapshot is the one the epoch's first window took) */
+        if (!params.epoch_continues) {
         barrier_wait(&epoch_barrier);
         for (uint32_t k = list_lo; k < list_hi; k++) {
             const uint32_t st = lane_states[k];
@@ -535,6 +537,7 @@ int main(void)
         n_snap += list_hi - list_lo;
         n_lane_epochs++;
         barrier_wait(&epoch_barrier);
+        }
 #endif
 #if SWIFTRL_SAMPLING == SWIFTRL_SEQ && !RING
         /* SEQ with every tasklet at once: the lane a block at a time, every record of the

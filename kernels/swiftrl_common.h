@@ -83,7 +83,8 @@ typedef struct swiftrl_params {
     int64_t policy_mean_f32_bits; /* owned epsilon-greedy SARSA: weight of sum_a Q[s'] in V(s') */
     int64_t policy_mean_fx;  /* the same weight in Q format */
     int64_t tasklet_mode;    /* SWIFTRL_MODE_RING / ROWS / UNLOCKED */
-    int64_t reserved[SWIFTRL_PARAMS_WORDS - 21];
+    int64_t epoch_continues; /* 1: a later window of the epoch begun by the last launch */
+    int64_t reserved[SWIFTRL_PARAMS_WORDS - 22];
 } swiftrl_params_t;
 
 /* WRAM symbol "stats": int64 work counters per DPU (pimrl.rlkernel.costs.COUNTERS). The
@@ -106,5 +107,7 @@ _Static_assert(__builtin_offsetof(swiftrl_params_t, own_hi) == 8 * SWIFTRL_P_OWN
                "params: own_hi");
 _Static_assert(__builtin_offsetof(swiftrl_params_t, tasklet_mode) == 8 * SWIFTRL_P_TASKLET_MODE,
                "params: tasklet_mode");
+_Static_assert(__builtin_offsetof(swiftrl_params_t, epoch_continues)
+               == 8 * SWIFTRL_P_EPOCH_CONTINUES, "params: epoch_continues");
 
 #endif /* SWIFTRL_COMMON_H */

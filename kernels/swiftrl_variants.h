@@ -66,6 +66,7 @@ enum swiftrl_param_index {
     SWIFTRL_P_POLICY_MEAN32 = 18, /* owned epsilon-greedy SARSA: the weight p / A of sum_a Q[s', a] in V(s'), float32 bits */
     SWIFTRL_P_POLICY_MEAN_FX = 19, /* owned epsilon-greedy SARSA: the same weight in Q format */
     SWIFTRL_P_TASKLET_MODE = 20, /* TASKLET_MODE axis code */
+    SWIFTRL_P_EPOCH_CONTINUES = 21, /* 1: this launch goes on with the epoch of the launch before it (a later window of the records, docs/design.md): no snapshot; 0: every epoch starts here */
 };
 
 #endif /* SWIFTRL_VARIANTS_H */

@@ -13,7 +13,7 @@ phase, and the plan's peak is the largest phase:
   ``--partition shuffle``, a shuffled copy of the records first;
 - ``push``: the matrix pushed into the simulated MRAM, whose page pool is reserved address
   space that costs only the pages written (:class:`~pimrl.pim.memory.PagedMram`). A dataset
-  file's mapping past :data:`~pimrl.swiftrl.trainer.DROP_MAPPED_BYTES` has been handed back
+  file's mapping past :data:`~pimrl.data.format.DROP_MAPPED_BYTES` has been handed back
   by then (contiguous partitions only); generated records are held to the end;
 - ``run``: the matrix freed; the launches touch each DPU's WRAM globals (the WRAM image is
   backed page by page, :func:`~pimrl.pim.memory.lazy_zeros`), and the host gathers the DPUs'
@@ -98,7 +98,10 @@ PARTS = {
     "lane_arrays": ("tasklet mode rows' lane arrays (n_dpus x states)",
                     "fewer --dpus, or --tasklet-mode ring"),
     "mram_pages": ("the simulated MRAM pages written (the records pushed) and their page "
-                   "table", "{fewer}; more --dpus do not help"),
+                   "table", "{fewer}, or --mram-window BYTES (the records streamed in windows: "
+                   "the MRAM holds one); more --dpus do not help"),
+    "window_buffer": ("the host's buffer of one window of records (n_dpus x window)",
+                      "a smaller --mram-window"),
     "wram_images": ("the simulated WRAM pages the kernel touches (n_dpus x its globals)",
                     "fewer --dpus (or a smaller table)"),
     "dpu_tables": ("the DPU tables gathered (n_dpus x S x A x 4 B; visit counts too for "
@@ -135,6 +138,9 @@ class MemoryPlan:
     wram_bank_bytes: int | None = None
     source: str = "file"
     visits: bool = False            # the aggregator gathers visit counts too
+    #: records streamed through the MRAM in windows (pimrl/swiftrl/windows.py): the window's
+    #: bytes per DPU and about how many windows an epoch takes; None when they all fit
+    windows: dict | None = None
     notes: list = field(default_factory=list)
 
     @property
@@ -154,6 +160,7 @@ class MemoryPlan:
                 "phases_planned_bytes": {k: int(v) for k, v in self.phases.items()},
                 "mram_bytes_per_dpu": self.mram_bytes_per_dpu,
                 "wram_bytes_per_dpu": self.wram_bytes_per_dpu,
+                "streams": self.windows is not None, "windows": self.windows,
                 "notes": list(self.notes)}
 
 
@@ -164,13 +171,15 @@ def plan_memory(n_transitions: int, n_states: int, n_actions: int, *, backend: s
                 hardware="upmem-2556", block_bytes: int | None = None,
                 partition: str = "contiguous", source: str = "file",
                 device: str = "simulator", executor: str = "local",
-                partitions: int | None = None) -> MemoryPlan:
+                partitions: int | None = None, mram_window: int | None = None,
+                stride: int = 4) -> MemoryPlan:
     """The host memory a ``pimrl train`` run of these parameters will need, before any work.
 
     ``source``: ``file`` (a dataset file, memory-mapped), ``generated`` (``--env``: records
     made in memory) or ``array`` (records already in memory: not counted). ``n_dpus``: a
     count or a list of them (a scaling table: one run after another in one process).
-    ``backend``: ``pim``, ``reference`` or ``cpu`` (``partitions``: its tables)."""
+    ``backend``: ``pim``, ``reference`` or ``cpu`` (``partitions``: its tables).
+    ``mram_window``: ``--mram-window`` (a partition larger than the MRAM streams without it)."""
     n = int(n_transitions)
     if source == "file":
         data = _pages(HEADER + RECORD * n)
@@ -205,7 +214,8 @@ def plan_memory(n_transitions: int, n_states: int, n_actions: int, *, backend: s
         kept.reuse(slots)              # a set of the same ranks reuses its predecessor's memory
         run = _pim_run(n, nq, int(n_states), int(n_actions), d, int(tasklets), spec, algo, dtype,
                        sampling, tasklet_mode, hw, block_bytes, partition, source, data,
-                       data_part, simulated, first=i == 0)
+                       data_part, simulated, first=i == 0, mram_window=mram_window,
+                       stride=int(stride))
         kept_now = kept.resident()
         if kept_now:
             for ph in run["phases"].values():
@@ -221,6 +231,7 @@ def plan_memory(n_transitions: int, n_states: int, n_actions: int, *, backend: s
     plan.wram_bytes_per_dpu = r["wram_per_dpu"]
     plan.mram_bank_bytes, plan.wram_bank_bytes = hw.mram_bytes, hw.wram_bytes
     plan.visits = spec.needs_visits
+    plan.windows = r["windows"]
     if len(counts) > 1:
         plan.notes.append(f"the largest of {len(counts)} runs: {counts[best]} DPUs")
     if not simulated:
@@ -239,7 +250,7 @@ def _finish(phases: dict, source: str) -> MemoryPlan:
 
 def _pim_run(n, nq, n_states, n_actions, d, tasklets, spec, algo, dtype, sampling,
              tasklet_mode, hw, block_bytes, partition, source, data, data_part, simulated,
-             first):
+             first, mram_window=None, stride=4):
     """The phases of one PimTrainer.fit on ``d`` DPUs."""
     from pimrl.learners.variants import PARAMS_WORDS, Variant
     from pimrl.rlkernel.program import N_COUNTERS, fitting_block, wram_layout, wram_needed
@@ -247,6 +258,15 @@ def _pim_run(n, nq, n_states, n_actions, d, tasklets, spec, algo, dtype, samplin
     owned = spec.name == "own"
     longest = -(-n // d) if d else 0
     mram_per_dpu = RECORD * longest
+    windows = None
+    if not owned and (mram_window is not None or mram_per_dpu > hw.mram_bytes):
+        # windows of steps of every lane (pimrl/swiftrl/windows.py): a window's MRAM, and in
+        # tasklet mode ring the windows an epoch takes (rows: at least as many)
+        steps = max(1, int(mram_window or hw.mram_bytes) // RECORD // tasklets)
+        lane = -(-longest // tasklets)
+        mram_per_dpu = RECORD * min(longest, tasklets * steps)
+        windows = {"window_bytes": mram_per_dpu, "windows_per_epoch": -(-lane // steps),
+                   "exact_count": tasklet_mode != "rows"}
     pages_per_dpu = -(-mram_per_dpu // PAGE)
     variant = Variant(algo, dtype, sampling, bootstrap="owned" if owned else "table",
                       tasklet_mode=tasklet_mode)
@@ -258,9 +278,11 @@ def _pim_run(n, nq, n_states, n_actions, d, tasklets, spec, algo, dtype, samplin
                                hw.stack_bytes_per_tasklet)
     base = BASELINE if first else dict.fromkeys(BASELINE, BASELINE["run"])
 
-    # the push buffer: one matrix, written whole (padding included)
-    matrix = _pages(d * longest * RECORD)
     rows = tasklet_mode == "rows"
+    # windows outside tasklet mode rows read the records in place (no push buffer); else
+    # the push buffer: one matrix, written whole (padding included)
+    in_place = windows is not None and not rows
+    matrix = 0 if in_place else _pages(d * longest * RECORD)
     lanes = d * (8 * (tasklets + 1) + (n_states + 7) // 8 * 8 + (2 * n_states + 7) // 8 * 8) \
         if rows else 0
     # the simulated MRAM: the pages written, a page-table row per DPU (64 KiB, backed page by
@@ -293,28 +315,52 @@ def _pim_run(n, nq, n_states, n_actions, d, tasklets, spec, algo, dtype, samplin
     counters = d * 8 * (N_COUNTERS * (3 + (2 * tasklets if rows else 0)) + 2 * PARAMS_WORDS)
     aggregation = 8 * nq * (8 if visits else 4) + 4 * nq * 2
 
-    drop = (source == "file" and partition == "contiguous" and RECORD * n > _drop_bytes()
-            and not owned)
+    # a large file's mapping is handed back chunk by chunk by the load's and the run's
+    # checks, after the push buffer is made, and window by window by windows in place
+    from pimrl.data.format import _CHECK_CHUNK
+    from pimrl.swiftrl.records import CHECK_CHUNK
+
+    big_file = source == "file" and RECORD * n > _drop_bytes()
+    drop = big_file and partition == "contiguous" and not owned
     kept_data = 0 if drop else data
+    if in_place:
+        steps = windows["window_bytes"] // RECORD // tasklets
+        lane = -(-longest // tasklets)
+        span = steps * (stride if sampling == "str" and stride > 1 else 1)
+        window_pages = d * tasklets * (min(_pages(RECORD * lane), _pages(RECORD * span)) + PAGE)
+        kept_data = min(data, window_pages) if big_file and partition == "contiguous" else data
     # the data is loaded once, before the first run; a later run reads it again (prep)
-    phases = {"load": {"baseline": base["load"], data_part: data}} if first else {}
+    load_data = min(data, _pages(RECORD * _CHECK_CHUNK)) if big_file else data
+    phases = {"load": {"baseline": base["load"], data_part: load_data}} if first else {}
     if not owned:
         shuffled = _pages(RECORD * n) if partition == "shuffle" else 0     # its order: gone
-        phases["prep"] = {"baseline": base["prep"], data_part: data, "shuffled_copy": shuffled,
-                          "push_buffer": matrix, "lane_arrays": lanes}
-        # the push buffer is freed as soon as the records are in MRAM, before the WRAM pushes
+        prep_data = data
+        if in_place and partition == "contiguous":      # the run's checks, nothing laid out
+            prep_data = min(data, _pages(RECORD * CHECK_CHUNK)) if big_file else data
+        phases["prep"] = {"baseline": base["prep"], data_part: prep_data,
+                          "shuffled_copy": shuffled, "push_buffer": matrix,
+                          "lane_arrays": lanes}
+        # the push buffer is freed as soon as the records are in MRAM, before the WRAM
+        # pushes; in windows it stays, and a window's buffer is laid out from it
+        window_buffer = _pages(d * mram_per_dpu) if windows else 0
         phases["push"] = {"baseline": base["push"], data_part: kept_data,
+                          "shuffled_copy": shuffled if in_place else 0,
                           "push_buffer": matrix, "lane_arrays": lanes,
+                          "window_buffer": window_buffer,
                           "mram_pages": mram + mram_table + mram_push_index}
         phases["run"] = {"baseline": base["run"], data_part: kept_data, "lane_arrays": lanes,
-                         "mram_pages": mram + mram_table, "wram_images": wram_all,
+                         "shuffled_copy": shuffled if in_place else 0,
+                         "push_buffer": matrix if windows else 0,
+                         "window_buffer": window_buffer,
+                         "mram_pages": mram + mram_table + (mram_push_index if windows else 0),
+                         "wram_images": wram_all,
                          "dpu_tables": gathered + counters, "aggregation": aggregation}
     else:
         phases.update(_owned_phases(n, nq, n_states, d, tasklets, dtype, rows, base, data,
                                     data_part, matrix, longest, mram + mram_table,
                                     mram_push_index, wram_push, wram_all, g, counters,
                                     aggregation))
-    return {"phases": phases, "mram_per_dpu": mram_per_dpu,
+    return {"phases": phases, "mram_per_dpu": mram_per_dpu, "windows": windows,
             "wram_per_dpu": wram_per_dpu, "n_slots": _slots(d, hw) if simulated else 0,
             "mram": mram + mram_table, "wram": wram_all, "wram_bytes": hw.wram_bytes}
 
@@ -363,7 +409,7 @@ def _owned_phases(n, nq, n_states, d, tasklets, dtype, rows, base, data, data_pa
 
 
 def _drop_bytes() -> int:
-    from pimrl.swiftrl.trainer import DROP_MAPPED_BYTES
+    from pimrl.data.format import DROP_MAPPED_BYTES
 
     return DROP_MAPPED_BYTES
 
@@ -434,8 +480,10 @@ def max_memory_type(text) -> int:
 
 
 def show(nbytes: float) -> str:
-    """Bytes as GiB (or MiB below 1 GiB), two decimals."""
-    return f"{nbytes / GiB:.2f} GiB" if nbytes >= GiB else f"{nbytes / MiB:.1f} MiB"
+    """Bytes as GiB (two decimals), or MiB below 1 GiB and KiB below 1 MiB (one)."""
+    if nbytes >= GiB:
+        return f"{nbytes / GiB:.2f} GiB"
+    return f"{nbytes / MiB:.1f} MiB" if nbytes >= MiB else f"{nbytes / 1024:.1f} KiB"
 
 
 _PHASE_TEXT = {"load": "loading the data", "prep": "making the push buffer",
@@ -446,6 +494,7 @@ LABELS = {"baseline": "baseline", "dataset": "dataset mapping",
           "generated_records": "generated records", "shuffled_copy": "shuffled copy",
           "push_buffer": "push buffer", "lane_arrays": "lane arrays",
           "mram_pages": "simulated MRAM", "wram_images": "simulated WRAM",
+          "window_buffer": "window buffer",
           "dpu_tables": "DPU tables", "aggregation": "aggregation",
           "learner_copy": "learner's copy", "kept_memories": "kept memories",
           "owner_sort": "state sort", "ordered_copy": "ordered copy"}
@@ -458,9 +507,13 @@ def plan_lines(plan: MemoryPlan) -> list:
              f"({_PHASE_TEXT.get(plan.peak_phase, plan.peak_phase)}), of which "
              + ", ".join(f"{LABELS.get(k, k)} {show(v)}" for k, v in top)]
     if plan.mram_bytes_per_dpu is not None and plan.wram_bytes_per_dpu is not None:
-        lines.append(f"             per DPU (planned): MRAM {plan.mram_bytes_per_dpu / MiB:.2f} "
-                     f"of {plan.mram_bank_bytes / MiB:.0f} MiB, WRAM "
-                     f"{plan.wram_bytes_per_dpu / 1024:.1f} of {plan.wram_bank_bytes / 1024:.0f} KiB")
+        w = plan.windows
+        lines.append(f"             per DPU (planned): MRAM {show(plan.mram_bytes_per_dpu)} of "
+                     f"{show(plan.mram_bank_bytes)}, WRAM {plan.wram_bytes_per_dpu / 1024:.1f} of "
+                     f"{plan.wram_bank_bytes / 1024:.0f} KiB" + (
+                         "" if w is None else
+                         f"; records streamed in windows, {'' if w['exact_count'] else 'at least '}"
+                         f"{w['windows_per_epoch']:,} per epoch"))
     return lines
 
 
@@ -485,6 +538,27 @@ def refusal(plan: MemoryPlan, limit: int, generated: bool) -> str | None:
     extra = [f"{text} {show(plan.parts[k])}" for k, text in saves.items()
              if k != name and plan.parts.get(k)]
     return line + "".join(f"; {e}" for e in extra)
+
+
+def fitting_window(plan_for, limit: int, tasklets: int, mram_bytes: int):
+    """``(window_bytes, plan)``: the largest ``--mram-window`` (a power of two up to
+    ``mram_bytes``, at least 4 KiB and a record per tasklet) whose plan ``plan_for(window_bytes)`` fits ``limit``,
+    or None where none does (or the run refuses windows: own:R)."""
+    from pimrl.swiftrl.windows import check_window
+
+    window = 1 << (int(mram_bytes).bit_length() - 1)
+    while window >= max(4096, 16 * tasklets):
+        try:
+            check_window(window, tasklets, mram_bytes)
+            plan = plan_for(window)
+        except ValueError:
+            return None
+        if plan.windows is None:
+            return None
+        if plan.total <= limit:
+            return window, plan
+        window //= 2
+    return None
 
 
 def dataset_shape(path):

@@ -58,6 +58,8 @@ def _same_results(full, resumed, q_full, q_resumed):
     # the ring's lanes, INT32, SARSA (own:R's policy weights), a shuffled partition
     ("sync:4", 1, ["--tasklet-mode", "ring", "--dtype", "int32", "--partition", "shuffle"]),
     ("own:4", 2, ["--algo", "sarsa", "--dtype", "int32", "--sampling", "ran"]),
+    # records streamed through the MRAM in windows (12 per epoch)
+    ("sync:4", 2, ["--mram-window", "1K", "--sampling", "str"]),
     # the C kernel of kernels/swiftrl.c (its barriers and other globals are saved too)
     pytest.param("sync:3:weighted", 2, ["--kernel", "c"], marks=pytest.mark.needs_c),
     pytest.param("own:4", 1, ["--kernel", "c"], marks=pytest.mark.needs_c),

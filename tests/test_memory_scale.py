@@ -19,10 +19,9 @@ from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import learn_partition
 from pimrl.partition import even_bounds, lane_bounds, state_lanes
 from pimrl.pim import memory
-from pimrl.swiftrl import trainer as trainer_module
-from pimrl.swiftrl.trainer import (
-    PimTrainer, check_dpu_records, dpu_record_matrix, dpu_records, rows_layout,
-)
+from pimrl.data import format as format_module
+from pimrl.swiftrl.records import check_dpu_records, dpu_record_matrix, dpu_records, rows_layout
+from pimrl.swiftrl.trainer import PimTrainer
 
 S, A = 11, 3
 
@@ -149,7 +148,7 @@ def test_trainer_tables_bit_identical_from_a_mapped_file(tmp_path, monkeypatch, 
     path = tmp_path / "d.pimrl"
     save_dataset(path, recs, "Taxi-v3", 0, "uniform", n_states=S, n_actions=A)
     mapped = load_dataset(path).records
-    monkeypatch.setattr(trainer_module, "DROP_MAPPED_BYTES", 0)
+    monkeypatch.setattr(format_module, "DROP_MAPPED_BYTES", 0)
     p = LearnerParams(dtype=dtype, sampling="ran", epochs=2, seed=5, tasklet_mode=mode)
     n_dpus, tasklets = 7, 4
     expected = (rows_reference if mode == "rows" else ring_reference)(recs, p, n_dpus, tasklets)

@@ -2,7 +2,9 @@
 (:mod:`pimrl.memplan` computes them; this module reads the command line and refuses)."""
 from __future__ import annotations
 
-from pimrl.memplan import MemoryPlan, dataset_shape, plan_lines, plan_memory, refusal
+from pimrl.memplan import (
+    MemoryPlan, dataset_shape, fitting_window, plan_lines, plan_memory, refusal, show,
+)
 
 
 def train_plan(args, counts=None, hw=None) -> MemoryPlan | None:
@@ -35,12 +37,31 @@ def train_plan(args, counts=None, hw=None) -> MemoryPlan | None:
                            hardware=hw if hw is not None else args.hardware,
                            block_bytes=args.block_bytes, partition=args.partition,
                            source=source, device=args.device, executor=args.executor,
-                           partitions=args.partitions or args.threads)
+                           partitions=args.partitions or args.threads,
+                           mram_window=getattr(args, "mram_window", None),
+                           stride=getattr(args, "stride", None) or 4)
     except ValueError:          # parameters the run itself refuses, in its own words
         return None
     limit = getattr(args, "max_memory", None)
     if limit is not None:
         why = refusal(plan, limit, source == "generated")
+        if why and args.backend == "pim" and getattr(args, "mram_window", None) is None:
+            # windows hold each record once (the push buffer) where a whole push holds it
+            # twice (and the MRAM): the largest window that fits the limit, if one does
+            fits = fitting_window(lambda w: plan_memory(
+                n, s, a, backend="pim", n_dpus=counts or 1, tasklets=args.tasklets,
+                aggregate=args.aggregate, algo=args.algo, dtype=args.dtype,
+                sampling=args.sampling, tasklet_mode=mode,
+                hardware=hw if hw is not None else args.hardware, block_bytes=args.block_bytes,
+                partition=args.partition, source=source, device=args.device,
+                executor=args.executor, mram_window=w, stride=args.stride or 4),
+                limit, args.tasklets, hw.mram_bytes if hw is not None else 64 << 20)
+            if fits is not None:
+                args.mram_window, plan, why = fits[0], fits[1], None
+                if not args.json:
+                    print(f"--max-memory {show(limit)}: the records stream through each DPU's "
+                          f"MRAM in windows of {show(fits[0])} (--mram-window) to fit",
+                          flush=True)
         if why:
             raise UserError(why)
     if not args.json:

@@ -103,6 +103,13 @@ def register(subparsers) -> None:
     g.add_argument("--block-bytes", type=_block_bytes, default=t["block_bytes"],
                    help="DMA block size (16..2048; default 2048, or the largest that fits WRAM "
                    "beside the kernel's globals)")
+    from pimrl.memplan import max_memory_type
+
+    g.add_argument("--mram-window", type=max_memory_type, default=None, metavar="BYTES",
+                   help="stream each DPU's records through BYTES of its MRAM in windows, every "
+                   "epoch (bytes, or K, M, G binary multiples); a partition larger than the "
+                   "MRAM streams in windows of all of it without this flag (docs/design.md, "
+                   "\"Windows of records\")")
     g.add_argument("--kernel", choices=list(KERNELS), default=t["kernel"],
                    help="DPU program (pimrl list): the simulator's numba kernel, or the UPMEM C "
                    "kernel of kernels/ run by the DPU runtime (needs a C compiler; slower)")
@@ -142,8 +149,6 @@ def register(subparsers) -> None:
                    "numpy alone (q, greedy_action, JSON metadata; pimrl.policy.load_policy)")
     g.add_argument("--no-eval", action="store_true", help="skip the policy evaluation")
     g.add_argument("--json", action="store_true", help="print one JSON object")
-    from pimrl.memplan import max_memory_type
-
     g.add_argument("--max-memory", type=max_memory_type, metavar="BYTES",
                    help="refuse, before any work, a run whose memory plan (printed first; "
                    "pimrl/memplan.py) needs more host memory than BYTES: bytes, or K, M, G, T "
@@ -155,7 +160,8 @@ def register(subparsers) -> None:
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
                "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
                "--executor", "--workers", "--threads-per-worker", "--max-memory",
-               "--checkpoint", "--checkpoint-every", "--resume", "--host-threads")
+               "--checkpoint", "--checkpoint-every", "--resume", "--host-threads",
+               "--mram-window")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
               "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
@@ -234,7 +240,8 @@ def run_pim(records, env, params, args, n_dpus, hw, placement=None, checkpoint=N
                          partition=args.partition, shuffle_seed=args.shuffle_seed, hardware=hw,
                          block_bytes=args.block_bytes, kernel=args.kernel, placement=placement,
                          on_round=None if args.no_eval else round_evaluator(env, params.gamma),
-                         device=args.device, checkpoint=checkpoint)
+                         device=args.device, checkpoint=checkpoint,
+                         mram_window=args.mram_window)
     return trainer.fit(records, env.n_states, env.n_actions)
 
 
@@ -255,6 +262,7 @@ def checkpoint_config(args, params, n_dpus: int) -> dict:
                    "--hardware": args.hardware, "--hw": list(args.hw),
                    "--block-bytes": args.block_bytes, "--kernel": args.kernel,
                    "--device": args.device, "--no-eval": bool(args.no_eval),
+                   "--mram-window": args.mram_window,
                    "dataset": data, "pimrl version": __version__})
     return config
 
@@ -329,7 +337,8 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
                              "--tasklet-mode")
                  if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
         given += [f for f, default in (("--executor", "local"), ("--workers", None),
-                                       ("--threads-per-worker", None), ("--host-threads", None))
+                                       ("--threads-per-worker", None), ("--host-threads", None),
+                                       ("--mram-window", None))
                   if getattr(args, f[2:].replace("-", "_")) != default]
         if given:
             raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
@@ -354,7 +363,11 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
 
         try:
             hw = get_hardware(args.hardware, parse_overrides(args.hw))
-            parse_aggregate(args.aggregate)
+            spec = parse_aggregate(args.aggregate)
+            if args.mram_window is not None:
+                from pimrl.swiftrl.windows import check_window
+
+                check_window(args.mram_window, args.tasklets, hw.mram_bytes, spec.name)
         except ValueError as exc:
             raise UserError(str(exc)) from None
         counts = _dpu_counts(args.dpus)
@@ -422,6 +435,8 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
                 run["worker_transfers"] = tr.worker_transfers_
             if hasattr(tr, "own_layout_"):      # own:R: whole table or each DPU's share
                 run.update(own_layout=tr.own_layout_, program_states=tr.program_states_)
+            if getattr(tr, "windows_", None) is not None:    # records streamed in windows
+                run["windows"] = tr.windows_.as_dict()
             if not args.no_eval:
                 from pimrl.experiments.quality import TOLERANCE_TEXT, time_to_quality
 
@@ -590,6 +605,13 @@ def print_report(out, params):
                       + (f"{r['conflicts']} updates of an entry overlap another tasklet's "
                          "(could be lost)" if r["conflicts"] is not None else
                          "conflicts are counted by the numba kernel only"))
+            if "windows" in r:
+                w = r["windows"]
+                print(f"  records streamed through each DPU's MRAM: {w['windows_per_epoch']} "
+                      f"windows per epoch of up to {w['window_records']:,} records "
+                      f"({w['window_bytes'] / 2**20:.2f} MiB)" + (
+                          "; STR gathered by the host, read in sequence"
+                          if w["dpu_sampling"] else ""))
             for line in time_table(r):
                 print("  " + line)
             if "energy" in r:               # reports from before energy have none

@@ -56,6 +56,10 @@ _CRC_OFFSET = 56
 
 #: Records validated per chunk (bounds the temporaries on very large files).
 _CHECK_CHUNK = 1 << 22
+#: Bytes of records above which a pass over a read-only dataset mapping hands its pages back
+#: once read (:func:`drop_mapped_pages`): the load's checks chunk by chunk, the data
+#: preparation of a run at its end, windows of records window by window.
+DROP_MAPPED_BYTES = 256 << 20
 #: Records written per ``write`` call.
 _WRITE_CHUNK = 1 << 18
 
@@ -264,6 +268,8 @@ def validate_records(records: np.ndarray, n_states: int, n_actions: int, path="<
                 "terminated record (a terminal step is never also truncated)",
                 index=start + both, value=1,
             )
+        if records.nbytes > DROP_MAPPED_BYTES:
+            drop_mapped_pages(chunk)
 
 
 # --------------------------------------------------------------------------------------

@@ -269,16 +269,19 @@ PARAM_FIELDS = (
                              "V(s'), float32 bits"),
     ("policy_mean_fx", "owned epsilon-greedy SARSA: the same weight in Q format"),
     ("tasklet_mode", "TASKLET_MODE axis code"),
+    ("epoch_continues", "1: this launch goes on with the epoch of the launch before it (a later "
+                        "window of the records, docs/design.md): no snapshot; 0: every epoch "
+                        "starts here"),
 )
 PARAMS_WORDS = 24
 #: Words the host sets per DPU; the rest are the learner's scalars.
 HOST_FIELDS = ("n_records", "own_lo", "own_hi", "own_shared", "policy_max_f32_bits",
-               "policy_max_fx", "policy_mean_f32_bits", "policy_mean_fx")
+               "policy_max_fx", "policy_mean_f32_bits", "policy_mean_fx", "epoch_continues")
 KERNEL_SCALARS = tuple(name for name, _ in PARAM_FIELDS if name not in HOST_FIELDS)
 P_ALGO, P_DTYPE, P_SAMPLING, P_STRIDE, P_EPOCHS, P_SARSA_DRAW, P_EPS, P_FRAC, P_ALPHA32, \
     P_GAMMA32, P_ALPHA_FX, P_GAMMA_FX, P_N_RECORDS, P_OWN_LO, P_OWN_HI, P_OWN_SHARED, \
     P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, \
-    P_TASKLET_MODE = range(len(PARAM_FIELDS))
+    P_TASKLET_MODE, P_EPOCH_CONTINUES = range(len(PARAM_FIELDS))
 assert len(PARAM_FIELDS) <= PARAMS_WORDS
 
 

@@ -36,8 +36,8 @@ from pimrl.learners.kernels import (
     update_f32, update_f32_owned, update_i32, update_i32_owned,
 )
 from pimrl.learners.variants import (
-    P_ALGO, P_DTYPE, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED,
-    P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_SAMPLING,
+    P_ALGO, P_DTYPE, P_EPOCH_CONTINUES, P_EPOCHS, P_EPS, P_FRAC, P_N_RECORDS, P_OWN_HI,
+    P_OWN_LO, P_OWN_SHARED, P_POLICY_MAX32, P_POLICY_MAX_FX, P_POLICY_MEAN32, P_POLICY_MEAN_FX, P_SAMPLING,
     P_SARSA_DRAW, P_STRIDE, P_TASKLET_MODE, PARAMS_WORDS, Variant,
 )
 from pimrl.parallel import run_ranges
@@ -234,7 +234,7 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                     for c in range(N_COUNTERS):
                         tcount[k, t, c] = 0
                 for _ in range(params[P_EPOCHS]):
-                    for t in range(tasklets):
+                    for t in range(tasklets if params[P_EPOCH_CONTINUES] == 0 else 0):
                         n_sat = take_snapshot(q, snap_v, snap_q, slist, list_b[t], list_b[t + 1],
                                               SNAP_ROWS, IS_Q, OWNED, IS_INT, EG, wt, own_lo,
                                               cmean, cmax, frac, n_sat)
@@ -517,7 +517,8 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
             stats[C_STEPS] = n_updates
             stats[C_SNAP] = n_snap
             stats[C_SNAP_READS] = n_sreads
-            stats[C_LANE_EPOCHS] = params[P_EPOCHS] * tasklets if ROWS else 0
+            stats[C_LANE_EPOCHS] = (params[P_EPOCHS] * tasklets
+                                    if ROWS and params[P_EPOCH_CONTINUES] == 0 else 0)
             stats[C_CONFLICTS] = n_conflicts
             stats[C_WIDE] = n_wide
 
@@ -706,6 +707,8 @@ class RlProgram(DpuProgram):
              f"params.tasklet_mode is not {self.tasklet_mode}"),
             (params[:, P_STRIDE] < 1, "params.stride < 1"),
             (params[:, P_EPOCHS] < 0, "params.epochs < 0"),
+            ((params[:, P_EPOCH_CONTINUES] != 0) & (params[:, P_EPOCH_CONTINUES] != 1),
+             "params.epoch_continues is not 0 or 1"),
             ((params[:, P_EPS] < 0) | (params[:, P_EPS] > 2**32),
              "params.eps_threshold outside [0, 2^32]"),
             ((params[:, P_FRAC] < 1) | (params[:, P_FRAC] > 30), "params.frac_bits outside [1, 30]"),

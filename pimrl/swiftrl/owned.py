@@ -109,7 +109,8 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     from pimrl.rlkernel.program import RECORD_BYTES, wram_needed
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
     from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
-    from pimrl.swiftrl.trainer import KERNELS, add_tasklet_counters, dpu_record_matrix, rows_layout
+    from pimrl.swiftrl.records import dpu_record_matrix, rows_layout
+    from pimrl.swiftrl.trainer import KERNELS, add_tasklet_counters
 
     t_start = time.perf_counter()
     p = replace(trainer.params, bootstrap="owned")

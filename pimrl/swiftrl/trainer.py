@@ -11,222 +11,21 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
 
-from pimrl.data.records import TRANSITION_DTYPE
-from pimrl.learners import fixedpoint
-from pimrl.learners.fixedpoint import fits_int32, fixed_value
-from pimrl.learners.params import LearnerParams
-from pimrl.learners.variants import P_EPOCHS
-from pimrl.learners.reference import (
-    check_record_array, check_records, record_fault, record_fault_error,
-)
-from pimrl.parallel import run_ranges
-from pimrl.partition import (
-    LANE_WORK_ROWS, NO_OWNER, check_lanes, even_bounds, part_lanes, state_lanes,
-)
-from pimrl.rlkernel import costs as kcost
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.learners.params import LearnerParams
+from pimrl.learners.reference import check_records
+from pimrl.learners.variants import P_EPOCHS, P_SAMPLING, SAMPLING
+from pimrl.partition import even_bounds
 from pimrl.pim.hardware import Hardware, get_hardware
-from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
-from pimrl.swiftrl.dpus import DEVICES, DpuPackageSet, SystemSetDpus, dpu_package
 from pimrl.registry import Registry
+from pimrl.rlkernel import costs as kcost
+from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
 from pimrl.rng import lane_seeds
-
-
-def partition_records(records: np.ndarray, n_dpus: int, partition: str = "contiguous",
-                      shuffle_seed: int = 0):
-    """Records in DPU order and the DPUs' bounds. ``shuffle`` permutes them first (seeded)."""
-    if partition == "shuffle":
-        records = records[np.random.Generator(np.random.PCG64(shuffle_seed)).permutation(len(records))]
-    elif partition != "contiguous":
-        raise ValueError(f"unknown partitioning {partition!r}; use contiguous or shuffle")
-    return records, even_bounds(len(records), n_dpus)
-
-
-def rows_layout(records: np.ndarray, bounds: np.ndarray, tasklets: int, n_states: int,
-                n_actions: int):
-    """Tasklet mode ``rows`` (docs/design.md): the records of each DPU grouped by the tasklet
-    that owns their state (:func:`pimrl.partition.state_lanes`), and each DPU's words of the
-    kernel's symbols ``lane_bounds`` (D, 2 (T + 1)) int32 (its lanes' record offsets, then
-    where their state lists start), ``state_owner`` (D, S) uint8 and ``lane_states`` (D, S)
-    uint16: (records, {symbol: words})."""
-    order, lanes, owner, state_list, list_bounds = state_lanes(
-        records["state"], bounds, tasklets, n_states, records["action"], n_actions)
-    words = np.empty((len(bounds) - 1, 2 * (tasklets + 1)), np.int64)
-    words[:, 0] = lanes[:, 0, 0] - bounds[:-1]
-    words[:, 1:tasklets + 1] = lanes[:, :, 1] - bounds[:-1, None]
-    words[:, tasklets + 1:] = list_bounds
-    # the byte and uint16 arrays in whole 8-byte words, as the kernel declares them
-    pad = -n_states % 8, -(2 * n_states) % 8 // 2
-    owner = np.pad(owner, ((0, 0), (0, pad[0])), constant_values=NO_OWNER)
-    state_list = np.pad(state_list, ((0, 0), (0, pad[1])))
-    return records[order], {"lane_bounds": words.astype(np.int32), "state_owner": owner,
-                            "lane_states": state_list}
-
-
-def dpu_record_matrix(records: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """(n_dpus, longest partition) records, each DPU's partition left-aligned, zero padded:
-    the buffers of one push_xfer (one length for every DPU)."""
-    sizes = np.diff(bounds)
-    longest = int(sizes.max())
-    if np.all(sizes == longest):
-        return records.reshape(len(sizes), longest)
-    idx = bounds[:-1, None] + np.arange(longest)[None, :]
-    valid = idx < bounds[1:, None]
-    out = np.zeros((len(sizes), longest), dtype=TRANSITION_DTYPE)
-    out[valid] = records[idx[valid]]
-    return out
-
-
-#: Records above which the data preparation hands a read-only dataset mapping's pages back
-#: once it has read them (:func:`pimrl.data.format.drop_mapped_pages`): a big run then holds
-#: the DPUs' records and the simulated MRAM, not the file's pages as well.
-DROP_MAPPED_BYTES = 256 << 20
-
-
-@njit(nogil=True, cache=True)
-def _dpu_records(words, rewards, bounds, lo, hi, lay_out, n_states, n_actions, check_next,
-                 scale, tasklets, rows, out, lane_words, owner, state_list):
-    """The data preparation of DPUs ``lo..hi-1`` (records ``bounds[lo]..bounds[hi]-1``;
-    ``words``/``rewards``: the 16-byte records as (n, 4) int32 and float32).
-
-    Unless ``lay_out``: the checks, as :func:`pimrl.learners.reference.check_records` makes
-    them (:func:`~pimrl.learners.reference.record_fault`), then, when ``scale`` > 0 (INT32),
-    whether each reward fits Q format. Returns (field, index) of the first record outside
-    the table; else (4, index) of the first reward that does not fit; else (-1, -1).
-
-    With ``lay_out``: each DPU's records into its row of ``out`` (DPUs x longest x 4 words),
-    in tasklet mode rows grouped by lane (:func:`pimrl.partition.part_lanes`, writing the
-    DPU's rows of ``lane_words``, ``owner`` and ``state_list``), their rewards in Q format
-    when ``scale`` > 0, the rest of the row zero: one pass, reading the records once."""
-    if not lay_out:
-        late_reward = -1
-        for i in range(bounds[lo], bounds[hi]):
-            w = words[i, 3]
-            field = record_fault(words[i, 0], words[i, 1], w & 0xFF, (w >> 8) & 0xFF,
-                                 (w >> 16) & 0xFF, n_states, n_actions, check_next)
-            if field >= 0:
-                return field, i
-            if (scale > 0 and late_reward < 0
-                    and not fits_int32(fixed_value(rewards[i, 2], scale))):
-                late_reward = i
-        return (4, late_reward) if late_reward >= 0 else (-1, -1)
-    longest = out.shape[1]
-    span = max(longest, tasklets) + 1 if rows else 1
-    work = np.empty((LANE_WORK_ROWS, span), np.int64)
-    hist = np.empty(256, np.int64)
-    keys = np.empty(span, np.int64)
-    dest = np.empty(span, np.int64)
-    ends = np.empty(tasklets, np.int64)
-    lists = np.empty(tasklets + 1, np.int64)
-    for p in range(lo, hi):
-        a0 = bounds[p]
-        n = bounds[p + 1] - a0
-        if rows:
-            for i in range(n):
-                keys[i] = np.int64(words[a0 + i, 0]) * n_actions + (words[a0 + i, 3] & 0xFF)
-            part_lanes(keys, n, tasklets, n_states, n_actions, work, hist, owner[p],
-                       state_list[p], lists, ends, dest)
-            lane_words[p, 0] = 0
-            for t in range(tasklets):
-                lane_words[p, 1 + t] = ends[t]
-            for t in range(tasklets + 1):
-                lane_words[p, tasklets + 1 + t] = lists[t]
-        row = out[p]
-        for i in range(n):
-            d = dest[i] if rows else i
-            row[d, 0] = words[a0 + i, 0]
-            row[d, 1] = words[a0 + i, 1]
-            row[d, 2] = (np.int32(fixed_value(rewards[a0 + i, 2], scale)) if scale > 0
-                         else words[a0 + i, 2])
-            row[d, 3] = words[a0 + i, 3]
-        for i in range(n, longest):
-            for k in range(4):
-                row[i, k] = 0
-    return -1, -1
-
-
-def _words(records: np.ndarray):
-    """The records as (n, 4) int32 words and the same bytes as float32 (no copy when they
-    are contiguous)."""
-    words = np.ascontiguousarray(records).view(np.int32).reshape(-1, 4)
-    return words, words.view(np.float32)
-
-
-def _lane_arrays(n_dpus: int, tasklets: int, n_states: int, rows: bool):
-    """The arrays :func:`_dpu_records` fills in tasklet mode rows: ``lane_bounds`` words,
-    ``state_owner`` and ``lane_states``, as the kernel declares them (whole 8-byte words: the
-    byte and uint16 arrays padded), or empty ones of the same types."""
-    if not rows:
-        return (np.zeros((0, 0), np.int32), np.zeros((0, 0), np.uint8),
-                np.zeros((0, 0), np.uint16))
-    return (np.zeros((n_dpus, 2 * (tasklets + 1)), np.int32),
-            np.full((n_dpus, n_states + -n_states % 8), NO_OWNER, np.uint8),
-            np.zeros((n_dpus, n_states + -(2 * n_states) % 8 // 2), np.uint16))
-
-
-def check_dpu_records(records: np.ndarray, n_states: int, n_actions: int,
-                      params: LearnerParams) -> None:
-    """:func:`~pimrl.learners.reference.check_records`, and for INT32 whether every reward
-    fits Q format (naming the first that does not, as
-    :func:`~pimrl.learners.fixedpoint.to_fixed` does), in one pass over the records by the
-    compiled function that lays them out."""
-    check_record_array(records)
-    words, rewards = _words(records)
-    scale = float(1 << params.frac_bits) if params.dtype == "int32" else 0.0
-    check_next = params.algo == "sarsa" and params.next_action == "logged"
-    parts = even_bounds(len(records), max(1, min(len(records) >> 16, 64)))
-    empty = np.zeros((0, 0, 4), np.int32), *_lane_arrays(0, 1, 0, False)
-    found = {}
-
-    def search(lo, hi):
-        found[lo] = _dpu_records(words, rewards, parts, lo, hi, False, n_states, n_actions,
-                                 check_next, scale, 1, False, *empty)
-    run_ranges(search, len(parts) - 1)
-    faults = [found[lo] for lo in sorted(found) if found[lo][0] >= 0]
-    fault = next((f for f in faults if f[0] < 4), faults[0] if faults else None)
-    if fault is None:
-        return
-    field, i = int(fault[0]), int(fault[1])
-    if field == 4:
-        raise fixedpoint._does_not_fit("reward", i, np.float64(records["reward"][i]),
-                                       params.frac_bits)
-    raise record_fault_error(records, field, i, n_states, n_actions)
-
-
-def dpu_records(records: np.ndarray, bounds: np.ndarray, tasklets: int, n_states: int,
-                n_actions: int, params: LearnerParams):
-    """The buffers a host pushes: ``(matrix, lane_words)``. ``matrix`` (n_dpus, longest
-    partition) of records, each DPU's partition left-aligned and zero padded, grouped by
-    lane in tasklet mode rows (as :func:`rows_layout`), rewards in Q format for INT32 (as
-    :func:`~pimrl.learners.fixedpoint.records_with_fixed_rewards`); ``lane_words`` as
-    :func:`rows_layout` gives them, or None outside tasklet mode rows. One compiled pass
-    over records already checked (:func:`check_dpu_records`), writing nothing but the
-    matrix: no permutation, no reordered or converted copy. Past
-    :data:`DROP_MAPPED_BYTES`, the pages of a read-only dataset mapping go back to the OS
-    once read."""
-    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
-    n_dpus = len(bounds) - 1
-    rows = params.tasklet_mode == "rows"
-    if rows:
-        check_lanes(tasklets, n_states)
-    words, rewards = _words(records)
-    scale = float(1 << params.frac_bits) if params.dtype == "int32" else 0.0
-    matrix = np.empty((n_dpus, int(np.diff(bounds).max())), TRANSITION_DTYPE)
-    out = matrix.view(np.int32).reshape(n_dpus, -1, 4)
-    lane_words, owner, state_list = _lane_arrays(n_dpus, tasklets, n_states, rows)
-    run_ranges(lambda lo, hi: _dpu_records(words, rewards, bounds, lo, hi, True, n_states,
-                                           n_actions, False, scale, int(tasklets), rows, out,
-                                           lane_words, owner, state_list), n_dpus)
-    if records.nbytes > DROP_MAPPED_BYTES:
-        from pimrl.data.format import drop_mapped_pages
-
-        drop_mapped_pages(records)
-    if not rows:
-        return matrix, None
-    return matrix, {"lane_bounds": lane_words, "state_owner": owner, "lane_states": state_list}
+from pimrl.swiftrl.dpus import DEVICES, DpuPackageSet, SystemSetDpus, dpu_package
+from pimrl.swiftrl.records import check_dpu_records, dpu_records, partition_records
+from pimrl.swiftrl.windows import WindowStream, check_window, plan_windows
 
 
 def _c_kernel(*args, **kwargs):
@@ -293,7 +92,8 @@ class PimTrainer:
                  aggregate: str = "mean", partition: str = "contiguous", shuffle_seed: int = 0,
                  hardware: Hardware | str = "upmem-2556", block_bytes: int | None = None,
                  keep_dpu_tables: bool = False, kernel="numba", placement=None, on_round=None,
-                 device: str = "simulator", own_layout: str = "auto", checkpoint=None):
+                 device: str = "simulator", own_layout: str = "auto", checkpoint=None,
+                 mram_window: int | None = None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -310,6 +110,9 @@ class PimTrainer:
         self.own_layout = own_layout  # own:R: "auto", "global" or "local" (swiftrl/owned.py)
         # a pimrl.swiftrl.checkpoint.Checkpoint: written at round boundaries, resumed from
         self.checkpoint = checkpoint
+        # MRAM bytes of a window of records (swiftrl/windows.py); None: windows only where a
+        # partition exceeds the MRAM
+        self.mram_window = mram_window
 
     def fit(self, records: np.ndarray, n_states: int, n_actions: int) -> "PimTrainer":
         t_start = time.perf_counter()
@@ -336,6 +139,8 @@ class PimTrainer:
             raise ValueError(f"--device {self.device} runs the C kernel of kernels/swiftrl.c, "
                              f"not {self.kernel!r}: use --kernel c")
         if spec.name == "own":
+            if self.mram_window is not None:
+                check_window(self.mram_window, self.tasklets, 1 << 62, "own")
             if not simulated:
                 raise ValueError(f"{self.aggregate}: state-owned learning runs on the simulator "
                                  "only (--device simulator)")
@@ -348,11 +153,16 @@ class PimTrainer:
         # The dpu package first: a wrong one is reported before any build.
         dpu = dpu_package(self.device) if self.placement is None else None
         block = self.block_for(n_states, n_actions, hw, spec.needs_visits)
+        longest = int(np.diff(even_bounds(len(records), self.n_dpus)).max())
+        streams = self.mram_window is not None or longest * RECORD_BYTES > hw.mram_bytes
+        # STR in windows: the host gathers each lane's window in stride order and the DPU
+        # reads it in sequence (swiftrl/windows.py)
+        dpu_sampling = "seq" if streams and p.sampling == "str" else p.sampling
         if not simulated:       # real DPUs: the C kernel, built by the SDK's compiler
             from pimrl.rlkernel.cprogram import build_kernel_with_compiler
 
             program = build_kernel_with_compiler(n_states, n_actions, self.tasklets, p.algo,
-                                                 p.dtype, p.sampling, block,
+                                                 p.dtype, dpu_sampling, block,
                                                  count_visits=spec.needs_visits,
                                                  tasklet_mode=p.tasklet_mode)
         else:
@@ -362,19 +172,26 @@ class PimTrainer:
                 factory = KERNELS[self.kernel]
             else:
                 raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
-            program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, p.sampling,
+            program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, dpu_sampling,
                               block, hw, count_visits=spec.needs_visits,
                               tasklet_mode=p.tasklet_mode)
-        bounds = even_bounds(len(records), self.n_dpus)
-        longest = int(np.diff(bounds).max())
-        if longest * RECORD_BYTES > hw.mram_bytes:
-            raise ValueError(f"a partition of {longest} transitions ({longest * RECORD_BYTES} B) "
-                             f"exceeds a DPU's {hw.mram_bytes} B MRAM; use more DPUs")
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
-        # the host's buffers: a fresh, writable matrix (the SDK's copy takes writable
-        # buffers only), built in one pass from the records (or their mapping)
-        matrix, lane_words = dpu_records(ordered, bounds, self.tasklets, n_states, n_actions, p)
-        del ordered
+        # windows outside tasklet mode rows read the records in place (a dataset file's
+        # mapping, a window at a time); else the host's buffers: a fresh, writable matrix
+        # (the SDK's copy takes writable buffers only), built in one pass from the records
+        in_place = streams and p.tasklet_mode != "rows"
+        matrix = lane_words = None
+        if not in_place:
+            matrix, lane_words = dpu_records(ordered, bounds, self.tasklets, n_states,
+                                             n_actions, p)
+            del ordered
+        windows = None
+        if streams:
+            windows = plan_windows(np.diff(bounds), self.tasklets, self.mram_window,
+                                   hw.mram_bytes, RECORD_BYTES,
+                                   None if lane_words is None else lane_words["lane_bounds"],
+                                   p.sampling, p.stride)
+        self.windows_ = windows
 
         n = self.n_dpus
         if self.placement is None:
@@ -387,8 +204,9 @@ class PimTrainer:
         try:
             # CPU-DPU: the partitions, each DPU's parameters and its lanes' random streams.
             with dpus.phase("cpu_dpu"):
-                dpus.push_rows(DPU_MRAM_HEAP_POINTER_NAME, matrix.view(np.uint8).reshape(n, -1))
-                matrix = None           # pushed: the DPUs' copy is the one the run needs
+                if windows is None:
+                    dpus.push_rows(DPU_MRAM_HEAP_POINTER_NAME, matrix.view(np.uint8).reshape(n, -1))
+                    matrix = None       # pushed: the DPUs' copy is the one the run needs
                 lanes = np.arange(n * self.tasklets).reshape(n, self.tasklets)
                 dpus.push_rows("rng_state", lane_seeds(p.seed, lanes.ravel()).reshape(n, -1).view(np.uint8))
                 if lane_words is not None:
@@ -398,6 +216,16 @@ class PimTrainer:
             scalars = p.kernel_scalars()
             params[:, : len(scalars)] = scalars
             params[:, P_N_RECORDS] = np.diff(bounds)
+            if windows is not None:
+                params[:, P_SAMPLING] = SAMPLING.code(dpu_sampling)
+                if in_place:
+                    stream = WindowStream(windows, ordered, bounds[:-1], None, dpus, params,
+                                          float(1 << p.frac_bits) if p.dtype == "int32" else 0.0)
+                    del ordered
+                else:
+                    stream = WindowStream(windows, matrix, np.arange(n) * matrix.shape[1],
+                                          lane_words, dpus, params)
+                matrix = None
 
             round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
             counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
@@ -439,10 +267,19 @@ class PimTrainer:
             for r in range(start, len(round_epochs)):
                 epochs = round_epochs[r]
                 last = r == len(round_epochs) - 1
-                params[:, P_EPOCHS] = epochs
-                with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-                    dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
-                dpus.run()
+                if windows is None:
+                    params[:, P_EPOCHS] = epochs
+                    with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+                        dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
+                    dpus.run()
+                else:           # each epoch window by window; the last run's counters below
+                    for k in range(epochs * windows.n_windows):
+                        if k:
+                            with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+                                counters += dpus.counters(len(kcost.COUNTERS))
+                                tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
+                        stream.push(k % windows.n_windows)
+                        dpus.run()
                 with dpus.phase("dpu_cpu" if last else "inter_dpu"):
                     counters += dpus.counters(len(kcost.COUNTERS))
                     tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
