@@ -204,3 +204,49 @@ def test_a_file_that_is_not_a_checkpoint_is_refused(tmp_path, capsys):
     rc, _ = _run(["--aggregate", "sync:4", "--resume", str(tmp_path / "ck")])
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert rc == 2 and len(lines) == 1 and "not a pimrl checkpoint" in lines[0], lines
+
+
+ONLINE = ["train", "--online", "--env", "FrozenLake-v1", "--dpus", "8", "--tasklets", "4",
+          "--steps", "6000", "--json"]
+
+
+@pytest.mark.parametrize("extra,kill_after", [
+    (["--aggregate", "sync:4"], 2),
+    (["--aggregate", "sync:3:weighted", "--force-mram", "--algo", "sarsa", "--dtype", "int32"], 1),
+    (["--agents", "independent", "--grid", "alpha=0.05,0.1;seed=0-3"], 1),
+    pytest.param(["--aggregate", "sync:4", "--kernel", "c"], 3, marks=pytest.mark.needs_c),
+])
+def test_online_resume_after_kill_is_bit_exact(tmp_path, monkeypatch, extra, kill_after):
+    """Online shared and independent agents: the lanes' environment states, episode
+    counters and streams, and the tables (in MRAM with --force-mram) come back bit for bit."""
+    def run(args):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = main(ONLINE + extra + args)
+        return rc, (json.loads(buf.getvalue()) if rc == 0 else None)
+
+    rc, full = run(["--save-q", str(tmp_path / "full.npy")])
+    assert rc == 0
+    folder = tmp_path / "ck"
+    n_rounds = 1 if "independent" in extra else int(extra[1].split(":")[1])
+    if kill_after >= n_rounds:          # a single round: kill at its end, resume finished
+        kill_after = n_rounds
+    with monkeypatch.context() as m:
+        _killed_after(m, kill_after)
+        with pytest.raises(Killed):
+            run(["--checkpoint", str(folder)])
+    rc, resumed = run(["--resume", str(folder), "--save-q", str(tmp_path / "resumed.npy")])
+    assert rc == 0
+    assert np.array_equal(np.load(tmp_path / "full.npy"), np.load(tmp_path / "resumed.npy"))
+    for key in ("modelled_s", "modelled_total_s", "rounds", "env_steps", "episodes",
+                "saturations", "evaluation", "time_to_quality_modelled_s", "agents_result"):
+        assert full.get(key) == resumed.get(key), key
+
+
+def test_online_resume_with_other_settings_is_refused(tmp_path, capsys):
+    assert main(ONLINE + ["--aggregate", "sync:2", "--checkpoint", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(ONLINE + ["--aggregate", "sync:2", "--steps", "7000",
+                          "--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--steps was 6000 in the checkpoint, 7000 now" in err and len(err.splitlines()) == 1

@@ -170,7 +170,22 @@ def _check_sizes(args, hw, spec, n) -> None:
         raise UserError(f"--env {args.env}: {exc}") from None
 
 
-def run_online(args) -> int:
+def checkpoint_config(args, params, n: int) -> dict:
+    """The settings an online checkpoint is bound to: every option that affects the results
+    (by its flag) and pimrl's version."""
+    from pimrl import __version__
+
+    plist = params if isinstance(params, list) else [params]
+    return {"--online": True, "params": [p.as_dict() for p in plist], "--dpus": n,
+            "--tasklets": args.tasklets, "--aggregate": args.aggregate,
+            "--agents": args.agents, "--env": args.env, "--steps": args.steps,
+            "--map-per-dpu": bool(args.map_per_dpu), "--grid": args.grid,
+            "--hardware": args.hardware, "--hw": list(args.hw), "--kernel": args.kernel,
+            "--force-mram": bool(args.force_mram), "--no-eval": bool(args.no_eval),
+            "--tolerance": args.tolerance, "pimrl version": __version__}
+
+
+def run_online(args, holder: dict | None = None) -> int:
     from pimrl.cli import UserError
     from pimrl.envs import make
     from pimrl.envs.evaluation import evaluate_against_optimum
@@ -256,13 +271,23 @@ def run_online(args) -> int:
                 "optimal": quality(ev, args.tolerance),
                 "suboptimal_states": suboptimal_states(env0, q, q_star)}
 
-    from pimrl.cli.train import check_save_destinations, save_learned
+    from pimrl.cli.train import check_save_destinations, make_checkpoint, save_learned
 
     check_save_destinations(args)
+    checkpoint = make_checkpoint(args, params, [n], checkpoint_config(args, params, n))
+    if checkpoint is not None:
+        from pimrl.io import ensure_folder
+
+        ensure_folder(checkpoint.folder, "--checkpoint")
+        if holder is not None:
+            holder["ck"] = checkpoint
+            checkpoint.interrupted = holder.get("early")   # a signal before now: first boundary
     trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets, aggregate=args.aggregate,
                             agents=args.agents, hardware=hw, kernel=args.kernel,
-                            force_mram=args.force_mram)
+                            force_mram=args.force_mram, checkpoint=checkpoint)
     trainer.fit(envs, args.steps, on_round=on_round)
+    if checkpoint is not None and not evals and not independent and not args.no_eval:
+        evals.append(evaluate_against_optimum(env0, trainer.q_, base.gamma))  # resumed at its end
     L = trainer.layout_
     out.update(trainer.timings_.as_dict())
     out["layout"] = {"q_table": "WRAM" if L.q_in_wram else "MRAM",

@@ -129,7 +129,7 @@ def register(subparsers) -> None:
     from pimrl.cli import add_executor_options
 
     add_executor_options(p, "--backend pim: the DPU set's whole ranks spread over the workers")
-    g = p.add_argument_group("checkpoints (--backend pim on the simulator)")
+    g = p.add_argument_group("checkpoints (--backend pim or --online, on the simulator)")
     g.add_argument("--checkpoint", metavar="DIR",
                    help="write DIR/checkpoint.npz atomically at round boundaries (after the "
                    "broadcast of sync:R, sync:R:weighted and own:R rounds; a single-round "
@@ -160,8 +160,7 @@ def register(subparsers) -> None:
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
                "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
                "--executor", "--workers", "--threads-per-worker", "--max-memory",
-               "--checkpoint", "--checkpoint-every", "--resume", "--host-threads",
-               "--mram-window")
+               "--host-threads", "--mram-window")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
               "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
@@ -267,9 +266,10 @@ def checkpoint_config(args, params, n_dpus: int) -> dict:
     return config
 
 
-def make_checkpoint(args, params, counts):
+def make_checkpoint(args, params, counts, config: dict | None = None):
     """The run's :class:`~pimrl.swiftrl.checkpoint.Checkpoint` (None without --checkpoint
-    or --resume); a resume's checkpoint read and checked against this run's settings."""
+    or --resume); a resume's checkpoint read and checked against this run's settings
+    (``config``, or the offline run's :func:`checkpoint_config`)."""
     from pimrl.cli import UserError
     from pimrl.swiftrl.checkpoint import Checkpoint, CheckpointMismatch
 
@@ -284,8 +284,8 @@ def make_checkpoint(args, params, counts):
     if args.checkpoint is not None and args.resume is not None and args.checkpoint != args.resume:
         raise UserError("--resume DIR keeps checkpointing in DIR: give --checkpoint the same "
                         "folder, or leave it out")
-    if args.backend != "pim":
-        raise UserError(f"{flag} applies to --backend pim")
+    if args.backend != "pim" and not args.online:
+        raise UserError(f"{flag} applies to --backend pim and --online")
     if len(counts) > 1:
         raise UserError(f"{flag}: give one --dpus count, not a list")
     if args.device != "simulator" or args.executor != "local":
@@ -293,7 +293,8 @@ def make_checkpoint(args, params, counts):
                         "simulator, --executor local)")
     try:
         return Checkpoint(folder, args.checkpoint_every,
-                          checkpoint_config(args, params, counts[0]),
+                          config if config is not None else checkpoint_config(args, params,
+                                                                              counts[0]),
                           resume=args.resume is not None)
     except CheckpointMismatch as exc:
         raise UserError(str(exc)) from None
@@ -326,7 +327,7 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
     if args.online:
         from pimrl.cli.online import run_online
 
-        return run_online(args)
+        return run_online(args, holder)
     given = given_options(args, args.online_only)
     if given:
         raise UserError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --online")

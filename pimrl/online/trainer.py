@@ -82,11 +82,18 @@ class OnlineTrainer:
     After ``fit``: ``q_`` (float64 aggregate, or (n_dpus, S, A) for independent agents),
     ``timings_`` (the ledger), ``counters_`` (summed over launches), ``rounds_`` (per round:
     steps so far, modelled seconds so far, and what ``on_round`` returned).
+
+    ``checkpoint`` (a :class:`~pimrl.swiftrl.checkpoint.Checkpoint`): written after each
+    round's broadcast (its every-N rule, the end, a signal), holding the DPUs' globals (the
+    lanes' environment states, episode counters and streams, the tables in WRAM), the
+    tables and visit counts the MRAM heap holds, the counters, the ledger and the rounds so
+    far; with a saved state, the fit goes on from it and ends as an uninterrupted one would,
+    bit for bit (``on_round`` is called for the remaining rounds only).
     """
 
     def __init__(self, params, n_dpus: int = 64, tasklets: int = 16, aggregate: str = "mean",
                  agents: str = "shared", hardware: Hardware | str = "upmem-2556",
-                 kernel="numba", force_mram: bool = False):
+                 kernel="numba", force_mram: bool = False, checkpoint=None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -95,6 +102,8 @@ class OnlineTrainer:
         self.hardware = hardware
         self.kernel = kernel
         self.force_mram = force_mram
+        # a pimrl.swiftrl.checkpoint.Checkpoint: written at round boundaries, resumed from
+        self.checkpoint = checkpoint
 
     def fit(self, envs, steps: int, on_round=None) -> "OnlineTrainer":
         t_start = time.perf_counter()
@@ -166,8 +175,39 @@ class OnlineTrainer:
             raw_dtype = np.int32 if p0.dtype == "int32" else np.float32
             agg_s = eval_s = 0.0
             visits_before = 0
-            done = 0
-            for r, k in enumerate(round_steps):
+            done = start = 0
+            ck = self.checkpoint
+            if ck is not None:
+                from pimrl.swiftrl import checkpoint as ckpt
+
+                scheme = f"online-{self.agents}"
+                heap = self._heap_ranges(L, spec.needs_visits)
+                if ck.state is not None:        # resume: the DPUs' memories, the ledger, ...
+                    meta, arrays = ck.state["meta"], ck.state["arrays"]
+                    ckpt.check_scheme(meta, scheme, len(round_steps))
+                    ckpt.poke_dpus(dpus, arrays, heap)
+                    ckpt.restore_ledger(dpus.alloc.ledger, meta)
+                    start = int(meta["round"])
+                    counters = arrays["counters"].copy()
+                    if "visits_before" in arrays:
+                        visits_before = arrays["visits_before"].copy()
+                    agg_s = float(meta["host_aggregation_s"])
+                    rounds = list(meta["history"])
+                    done = int(round_steps[:start].sum())
+                    if start == len(round_steps):       # a finished run
+                        q, raw = arrays["q"].copy(), arrays["raw"].copy()
+
+                def snapshot():
+                    arrays = dict(ckpt.peek_dpus(dpus, heap), counters=counters)
+                    if not np.isscalar(visits_before):
+                        arrays["visits_before"] = visits_before
+                    if r == len(round_steps) - 1:
+                        arrays.update(q=q, raw=raw)
+                    meta = {"scheme": scheme, "ledger": ckpt.ledger_meta(dpus.alloc.ledger),
+                            "history": rounds, "host_aggregation_s": agg_s}
+                    return meta, arrays
+            for r in range(start, len(round_steps)):
+                k = round_steps[r]
                 last = r == len(round_steps) - 1
                 words[:, OP_STEPS] = k
                 with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
@@ -196,6 +236,8 @@ class OnlineTrainer:
                     row.update(on_round(r, q, dpus.alloc.ledger) or {})
                     eval_s += time.perf_counter() - t0
                 rounds.append(row)
+                if ck is not None:          # a round boundary: after the broadcast
+                    ck.boundary(r + 1, len(round_steps), snapshot)
         finally:
             dpus.free()
         self.q_ = q
@@ -214,6 +256,18 @@ class OnlineTrainer:
         return self
 
     # -- transfers ---------------------------------------------------------------------------
+    @staticmethod
+    def _heap_ranges(L, visits: bool) -> dict:
+        """{name: (offset, size)} of the MRAM heap a checkpoint keeps: the Q-table and the
+        visit counts where the layout puts them in MRAM (the environment tables are pushed
+        again)."""
+        out = {}
+        if not L.q_in_wram:
+            out["q_table"] = (L.q_mram, L.n_states * L.row_bytes)
+        if visits and L.visits_mram is not None:
+            out["visits"] = (L.visits_mram, 4 * L.n_states * L.n_actions)
+        return out
+
     @staticmethod
     def _push_env(dpus, denvs, L, p):
         """The outcome and start tables: one broadcast when shared, else one row per DPU."""

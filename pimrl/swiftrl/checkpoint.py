@@ -164,27 +164,44 @@ class Checkpoint:
 
 
 # ---------------------------------------------------------------------- the DPUs' side
+def _system_set(dpus):
+    """The simulator's DPU set (:class:`pimrl.pim.system.DpuSet`) behind ``dpus``: the
+    trainer's :class:`~pimrl.swiftrl.dpus.DpuPackageSet`, or such a set itself (online)."""
+    return dpus._sim.system_set(dpus.set) if hasattr(dpus, "_sim") else dpus
+
+
 def dpu_symbols(dpus) -> dict:
     """{name: Symbol} of a simulated set's program's globals: every WRAM symbol and every
     MRAM one but the heap (the records, pushed again on resume)."""
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 
-    inner = dpus._sim.system_set(dpus.set)
+    inner = _system_set(dpus)
     return {name: sym for name, sym in inner.program().symbols.items()
             if sym.space in ("wram", "mram") and sym.size > 0
             and name != DPU_MRAM_HEAP_POINTER_NAME}
 
 
-def peek_dpus(dpus) -> dict:
-    """{"dpu/<name>": (n_dpus, size) uint8} of every global, off the modelled clock."""
-    inner = dpus._sim.system_set(dpus.set)
-    return {f"dpu/{name}": inner._read(inner.slots, sym, 0, sym.size)
-            for name, sym in dpu_symbols(dpus).items()}
+def peek_dpus(dpus, heap_ranges: dict | None = None) -> dict:
+    """{"dpu/<name>": (n_dpus, size) uint8} of every global, off the modelled clock; and
+    ``heap_ranges`` {name: (offset, size)} of the MRAM heap as ``"heap/<name>"`` (online
+    runs keep tables there)."""
+    from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
+
+    inner = _system_set(dpus)
+    out = {f"dpu/{name}": inner._read(inner.slots, sym, 0, sym.size)
+           for name, sym in dpu_symbols(dpus).items()}
+    heap = inner.get_symbol(DPU_MRAM_HEAP_POINTER_NAME) if heap_ranges else None
+    for name, (offset, size) in (heap_ranges or {}).items():
+        out[f"heap/{name}"] = inner._read(inner.slots, heap, offset, size)
+    return out
 
 
-def poke_dpus(dpus, arrays: dict) -> None:
+def poke_dpus(dpus, arrays: dict, heap_ranges: dict | None = None) -> None:
     """Write back what :func:`peek_dpus` read, off the modelled clock."""
-    inner = dpus._sim.system_set(dpus.set)
+    from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
+
+    inner = _system_set(dpus)
+    n_dpus = len(inner.slots)
     symbols = dpu_symbols(dpus)
     saved = {k[len("dpu/"):]: v for k, v in arrays.items() if k.startswith("dpu/")}
     if set(saved) != set(symbols):
@@ -192,10 +209,16 @@ def poke_dpus(dpus, arrays: dict) -> None:
                                  f"({', '.join(sorted(set(saved) ^ set(symbols)))})")
     for name, sym in symbols.items():
         data = np.ascontiguousarray(saved[name], dtype=np.uint8)
-        if data.shape != (dpus.n_dpus, sym.size):
+        if data.shape != (n_dpus, sym.size):
             raise CheckpointMismatch(f"the checkpoint's {name} is {data.shape}, the DPUs' "
-                                     f"({dpus.n_dpus}, {sym.size})")
+                                     f"({n_dpus}, {sym.size})")
         inner._write(inner.slots, sym, 0, data)
+    heap = inner.get_symbol(DPU_MRAM_HEAP_POINTER_NAME) if heap_ranges else None
+    for name, (offset, size) in (heap_ranges or {}).items():
+        data = arrays.get(f"heap/{name}")
+        if data is None or data.shape != (n_dpus, size):
+            raise CheckpointMismatch(f"the checkpoint has no heap/{name} of ({n_dpus}, {size})")
+        inner._write(inner.slots, heap, offset, np.ascontiguousarray(data, dtype=np.uint8))
 
 
 def ledger_meta(ledger) -> dict:
