@@ -527,3 +527,56 @@ def test_modes_table_has_a_block_per_aggregator():
     assert [(c[2], c[3], c[5]) for c in lines] == [
         ("mean", "rows", "4.0x"), ("mean", "ring", "1.0x"),
         ("own:20", "rows", "3.0x"), ("own:20", "ring", "1.0x")]
+
+
+ONE_ROW = """
+[study]
+name = "one"
+seed = 1
+
+[learner]
+epochs = 4
+
+[baselines]
+cpu = false
+
+[[sweep]]
+name = "strong"
+kind = "strong"
+envs = ["FrozenLake-v1"]
+transitions = 3000
+dpus = [4]
+variants = ["q-fp32-seq"]
+tasklets = [4]
+aggregators = ["sync:4"]
+"""
+
+
+def test_a_half_done_row_goes_on_from_its_checkpoint(tmp_path, monkeypatch):
+    """A row cut short after its second round (a Ctrl-C or a kill) leaves its checkpoint;
+    the resumed sweep goes on from there, and the row equals an uninterrupted sweep's."""
+    from pimrl.experiments import tasks
+    from pimrl.swiftrl import checkpoint as ckpt
+
+    cfg = tmp_path / "one.toml"
+    cfg.write_text(ONE_ROW)
+    clean = run_scale(cfg, tmp_path / "clean", progress=False)
+    assert clean.resumed_rows == []
+    monkeypatch.setattr(tasks, "ROW_CHECKPOINT_S", 1e-9)        # every boundary
+    original = ckpt.Checkpoint.boundary
+
+    def cut(self, round_done, n_rounds, snapshot):
+        original(self, round_done, n_rounds, snapshot)
+        if round_done == 2:
+            raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(ckpt.Checkpoint, "boundary", cut)
+        with pytest.raises(KeyboardInterrupt):
+            run_scale(cfg, tmp_path / "cut", progress=False)
+    assert len(list((tmp_path / "cut" / "checkpoints").glob("*/checkpoint.npz"))) == 1
+    rep = run_scale(cfg, tmp_path / "cut", progress=False)
+    assert [r["round"] for r in rep.resumed_rows] == [2]
+    assert not (tmp_path / "cut" / "checkpoints").exists()
+    a, b = _rows(tmp_path / "clean"), _rows(tmp_path / "cut")
+    assert len(a) == len(b) == 1
+    assert {c: a[0][c] for c in DETERMINISTIC} == {c: b[0][c] for c in DETERMINISTIC}

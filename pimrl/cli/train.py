@@ -135,8 +135,10 @@ def register(subparsers) -> None:
                    "broadcast of sync:R, sync:R:weighted and own:R rounds; a single-round "
                    "scheme such as plain mean can only checkpoint at its end), and at the next "
                    "boundary after SIGINT or SIGTERM, then exit 130")
-    g.add_argument("--checkpoint-every", type=L.integer(1, 1 << 30), default=1, metavar="N",
-                   help="rounds between checkpoints (default 1)")
+    g.add_argument("--checkpoint-every", type=checkpoint_every, default=1, metavar="N|Ss",
+                   help="rounds between checkpoints (default 1), or, with an s, seconds of "
+                   "wall clock (e.g. 60s: the first round boundary a minute after the last "
+                   "checkpoint)")
     g.add_argument("--resume", metavar="DIR",
                    help="continue from DIR's checkpoint (and keep checkpointing there) with the "
                    "same options and data: the tables, modelled times and quality equal an "
@@ -266,6 +268,24 @@ def checkpoint_config(args, params, n_dpus: int) -> dict:
     return config
 
 
+def checkpoint_every(text: str):
+    """argparse type of ``--checkpoint-every``: rounds (an int), or seconds (a float) where
+    the text ends in ``s``."""
+    from pimrl import limits as L
+
+    text = str(text).strip()
+    if text.lower().endswith("s"):
+        try:
+            seconds = float(text[:-1])
+        except ValueError:
+            seconds = float("nan")
+        if not 0 < seconds <= 1e9:
+            raise argparse.ArgumentTypeError(f"{text!r}: seconds must be a number in (0, 1e9], "
+                                             "e.g. 60s")
+        return seconds
+    return L.integer(1, 1 << 30)(text)
+
+
 def make_checkpoint(args, params, counts, config: dict | None = None):
     """The run's :class:`~pimrl.swiftrl.checkpoint.Checkpoint` (None without --checkpoint
     or --resume); a resume's checkpoint read and checked against this run's settings
@@ -292,10 +312,12 @@ def make_checkpoint(args, params, counts, config: dict | None = None):
         raise UserError(f"{flag}: runs on the simulator in this process only (--device "
                         "simulator, --executor local)")
     try:
-        return Checkpoint(folder, args.checkpoint_every,
-                          config if config is not None else checkpoint_config(args, params,
-                                                                              counts[0]),
-                          resume=args.resume is not None)
+        every = args.checkpoint_every
+        seconds = isinstance(every, float)
+        if config is None:
+            config = checkpoint_config(args, params, counts[0])
+        return Checkpoint(folder, 1 if seconds else every, config, args.resume is not None,
+                          every_s=every if seconds else None)
     except CheckpointMismatch as exc:
         raise UserError(str(exc)) from None
 

@@ -74,6 +74,7 @@ class ScaleReport:
     dropped_rows: int = 0
     invalid_rows: int = 0
     failed_rows: list = field(default_factory=list)   # {"row_key", "run", "error"}
+    resumed_rows: list = field(default_factory=list)  # {"row_key", "round"}: from a checkpoint
     executor: str = "local"
     interrupted: bool = False
     files: dict = field(default_factory=dict)
@@ -141,6 +142,14 @@ def _resolve_threads(spec, available: int) -> int:
     if spec in ("all", None):
         return available
     return min(int(spec), available)
+
+
+def row_checkpoint_dir(out: Path, key: str) -> str:
+    """The checkpoint folder of row ``key``'s PIM run (``OUT/checkpoints/<hash of the key>``:
+    kept while the row is unfinished, so that a resumed sweep goes on with a half-done row)."""
+    import hashlib
+
+    return str(Path(out) / "checkpoints" / hashlib.sha256(key.encode()).hexdigest()[:16])
 
 
 def _describe_run(run) -> str:
@@ -327,7 +336,7 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
         for d in dep:
             submitted.add(d)
             waiting.setdefault(d, []).append(k)
-        ex.submit(("pim", k), pim_task, run, need_of(run), nt)
+        ex.submit(("pim", k), pim_task, run, need_of(run), nt, row_checkpoint_dir(out, k))
         waiting[("pim", k)] = [k]
         deps[k] = (bl["cpu"] and _cpu_key(run, threads), gpu_ok and gk)
 
@@ -401,6 +410,12 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
             if kind == "pim":
                 report.pim_runs += 1
                 pim_done[ident] = result
+                if "resumed_from_round" in result:
+                    r = result["resumed_from_round"]
+                    report.resumed_rows.append({"row_key": ident, "round": r})
+                    if progress:
+                        print(f"pimrl scale: row {_describe_run(run_of[ident])} went on from "
+                              f"its checkpoint (round {r})", file=sys.stderr)
             elif kind == "cpu":
                 report.cpu_runs += 2
                 cpu_memo[ident] = (result["columns"], w["address"])
@@ -421,6 +436,10 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
         bar.close()
     if not csv_path.exists():
         write_csv_atomic(csv_path, [rows[x] for x in keys if x in rows])
+    if not failed:              # every row done: no half-done run to go on with
+        import shutil
+
+        shutil.rmtree(out / "checkpoints", ignore_errors=True)
     report.wall_s = time.perf_counter() - t_start
     save_meta("failed" if failed else "complete",
               finished=_dt.datetime.now().isoformat(timespec="seconds"),

@@ -6,6 +6,7 @@ its CPU baselines (:func:`cpu_task`) and its GPU baseline (:func:`gpu_task`). Ea
 from __future__ import annotations
 
 from collections import OrderedDict
+from pathlib import Path
 
 from pimrl.experiments.config import learner_params
 from pimrl.memplan import peak_rss_bytes
@@ -46,8 +47,35 @@ def _quality(env, q, gamma):
     return evaluate_against_optimum(env, q, gamma)
 
 
-def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
-    """A row's PIM simulation and the exact quality of its policy."""
+#: Wall-clock seconds between a sweep row's checkpoints (:func:`row_checkpoint`).
+ROW_CHECKPOINT_S = 60.0
+
+
+def row_checkpoint(folder, run: dict, need: int, every_s: float | None = None):
+    """The checkpoint of a sweep row's PIM run in ``folder``: written at the first round
+    boundary ``every_s`` seconds (default :data:`ROW_CHECKPOINT_S`) after the last (not at
+    the end: the row's results go to results.csv), resumed from where one of the same row
+    and pimrl version is there (one of another is discarded: the row starts again)."""
+    import shutil
+
+    from pimrl import __version__
+    from pimrl.swiftrl.checkpoint import FILE, Checkpoint, CheckpointMismatch
+
+    every_s = ROW_CHECKPOINT_S if every_s is None else every_s
+    config = {"row": run, "dataset_transitions": int(need), "pimrl version": __version__}
+    try:
+        return Checkpoint(folder, config=config, resume=(Path(folder) / FILE).is_file(),
+                          every_s=every_s, at_end=False)
+    except CheckpointMismatch:
+        shutil.rmtree(folder, ignore_errors=True)
+        return Checkpoint(folder, config=config, every_s=every_s, at_end=False)
+
+
+def pim_task(run: dict, need: int, numba_threads: int | None = None,
+             checkpoint_dir: str | None = None) -> dict:
+    """A row's PIM simulation and the exact quality of its policy. ``checkpoint_dir``: the
+    row's checkpoint folder (:func:`row_checkpoint`), removed once the row is done; a row
+    cut short (Ctrl-C, a kill) goes on from its last checkpoint when the sweep resumes."""
     from pimrl.cluster import worker_facts
     from pimrl.energy import host_modelled_seconds
     from pimrl.swiftrl.trainer import PimTrainer
@@ -56,10 +84,16 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
     env, records, params = _env(run["env"]), _dataset(run, need), learner_params(run)
     from pimrl.experiments.quality import curve_text, round_evaluator, time_to_quality
 
+    ck = row_checkpoint(checkpoint_dir, run, need) if checkpoint_dir else None
+    resumed = int(ck.state["meta"]["round"]) if ck is not None and ck.state is not None else None
     tr = PimTrainer(params, n_dpus=run["n_dpus"], tasklets=run["tasklets"],
                     aggregate=run["aggregator"], hardware=run["hardware"],
-                    on_round=round_evaluator(env, params.gamma)).fit(
+                    on_round=round_evaluator(env, params.gamma), checkpoint=ck).fit(
         records, env.n_states, env.n_actions)
+    if ck is not None:
+        import shutil
+
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
     m = tr.timings_.modelled_s
     total = tr.timings_.modelled_total_s
     ev = _quality(env, tr.q_, params.gamma)
@@ -79,7 +113,10 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None) -> dict:
                 eval_horizon=ev["horizon"])
     cols.update(time_to_quality(tr.rounds_), quality_curve=curve_text(tr.rounds_),
                 peak_rss_measured_bytes=peak_rss_bytes())
-    return {"columns": cols, "worker": facts}
+    out = {"columns": cols, "worker": facts}
+    if resumed is not None:
+        out["resumed_from_round"] = resumed
+    return out
 
 
 def cpu_task(run: dict, need: int, threads: int, repeats: int,

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import zipfile
 from pathlib import Path
 
@@ -92,19 +93,27 @@ class Checkpoint:
 
     ``config``: the run's settings that affect its results (a JSON-able dict); a resume
     with other settings raises :class:`CheckpointMismatch`. ``every``: rounds between
-    checkpoints. ``interrupted``: set (to the signal's name) by a signal handler; the next
-    boundary then writes and raises :class:`CheckpointStop`."""
+    checkpoints; ``every_s`` (instead): seconds of the run's wall clock between checkpoints
+    (the first boundary after they pass). ``at_end``: write the last boundary too (a caller
+    that keeps the results itself, such as ``pimrl scale``, need not). ``interrupted``: set
+    (to the signal's name) by a signal handler; the next boundary then writes and raises
+    :class:`CheckpointStop`."""
 
     def __init__(self, folder, every: int = 1, config: dict | None = None,
-                 resume: bool = False):
+                 resume: bool = False, every_s: float | None = None, at_end: bool = True):
         if every < 1:
             raise ValueError(f"--checkpoint-every must be at least 1; got {every}")
+        if every_s is not None and not every_s > 0:
+            raise ValueError(f"--checkpoint-every: seconds must be positive; got {every_s}")
         self.folder = Path(folder)
         self.path = self.folder / FILE
         self.every = int(every)
+        self.every_s = every_s
+        self.at_end = at_end
         self.config = dict(config or {})
         self.interrupted = None
         self.written_round = None
+        self._last_write = time.monotonic()
         self.state = self.load() if resume else None
 
     # ------------------------------------------------------------------ reading
@@ -133,8 +142,13 @@ class Checkpoint:
 
     # ------------------------------------------------------------------ writing
     def due(self, round_done: int, n_rounds: int) -> bool:
-        return (self.interrupted is not None or round_done == n_rounds
-                or round_done % self.every == 0)
+        if self.interrupted is not None:
+            return True
+        if round_done == n_rounds:
+            return self.at_end
+        if self.every_s is not None:
+            return time.monotonic() - self._last_write >= self.every_s
+        return round_done % self.every == 0
 
     def boundary(self, round_done: int, n_rounds: int, snapshot) -> None:
         """A round boundary: write ``snapshot()`` (meta, arrays) when due; stop when a
@@ -161,6 +175,7 @@ class Checkpoint:
         with atomic_writer(self.path) as f:
             np.savez(f, **payload)
         self.written_round = round_done
+        self._last_write = time.monotonic()
 
 
 # ---------------------------------------------------------------------- the DPUs' side
