@@ -81,42 +81,6 @@ BASELINE = {
     "cpu": 209 * MiB,
 }
 
-#: What each part is, and what shrinks it (``{fewer}``: how to ask for fewer transitions).
-PARTS = {
-    "baseline": ("the interpreter, numpy, numba and the loaded kernels (measured)",
-                 "nothing shrinks it"),
-    "dataset": ("the dataset file's mapped pages, all read by the load's checks",
-                "{fewer}; more --dpus do not help"),
-    "generated_records": ("the generated records, held for the whole run",
-                          "{fewer}, or write them to a file first (pimrl data generate): a "
-                          "mapped file past 256 MiB is handed back once the push buffer is "
-                          "made; more --dpus do not help"),
-    "shuffled_copy": ("--partition shuffle's shuffled copy of the records (the mapping is "
-                      "then kept too)", "--partition contiguous"),
-    "push_buffer": ("the DPUs' push buffer (n_dpus x longest partition x 16 B)",
-                    "{fewer}; more --dpus do not help (the same records, split otherwise)"),
-    "lane_arrays": ("tasklet mode rows' lane arrays (n_dpus x states)",
-                    "fewer --dpus, or --tasklet-mode ring"),
-    "mram_pages": ("the simulated MRAM pages written (the records pushed) and their page "
-                   "table", "{fewer}, or --mram-window BYTES (the records streamed in windows: "
-                   "the MRAM holds one); more --dpus do not help"),
-    "window_buffer": ("the host's buffer of one window of records (n_dpus x window)",
-                      "a smaller --mram-window"),
-    "wram_images": ("the simulated WRAM pages the kernel touches (n_dpus x its globals)",
-                    "fewer --dpus (or a smaller table)"),
-    "dpu_tables": ("the DPU tables gathered (n_dpus x S x A x 4 B; visit counts too for "
-                   "weighted) and the launches' per-DPU counters",
-                   "fewer --dpus{visits}"),
-    "aggregation": ("the aggregation buffers (float64 tables)", "a smaller table"),
-    "learner_copy": ("the learner's copy of the records (16 B each)", "{fewer}"),
-    "kept_memories": ("an earlier --dpus count's simulated memories, kept for reuse",
-                      "one --dpus count per run"),
-    "owner_sort": ("own:R's sort of the records by state (int64 states, actions, order, "
-                   "DPU index)", "{fewer}; more --dpus do not help"),
-    "ordered_copy": ("own:R's records in DPU order (and its order)",
-                     "{fewer}; more --dpus do not help"),
-}
-
 
 def _pages(nbytes: float) -> int:
     return int(math.ceil(max(nbytes, 0) / PAGE)) * PAGE
@@ -324,10 +288,15 @@ def _pim_run(n, nq, n_states, n_actions, d, tasklets, spec, algo, dtype, samplin
     drop = big_file and partition == "contiguous" and not owned
     kept_data = 0 if drop else data
     if in_place:
+        # a large file's SEQ and RAN windows are read with pread (nothing of the file mapped);
+        # STR's through the mapping, each lane's span and the pages a fault maps around it
         steps = windows["window_bytes"] // RECORD // tasklets
         lane = -(-longest // tasklets)
         span = steps * (stride if sampling == "str" and stride > 1 else 1)
-        window_pages = d * tasklets * (min(_pages(RECORD * lane), _pages(RECORD * span)) + PAGE)
+        window_pages = d * tasklets * (min(_pages(RECORD * lane), _pages(RECORD * span))
+                                       + 16 * PAGE)
+        if sampling != "str":
+            window_pages = 0
         kept_data = min(data, window_pages) if big_file and partition == "contiguous" else data
     # the data is loaded once, before the first run; a later run reads it again (prep)
     load_data = min(data, _pages(RECORD * _CHECK_CHUNK)) if big_file else data
@@ -484,92 +453,3 @@ def show(nbytes: float) -> str:
     if nbytes >= GiB:
         return f"{nbytes / GiB:.2f} GiB"
     return f"{nbytes / MiB:.1f} MiB" if nbytes >= MiB else f"{nbytes / 1024:.1f} KiB"
-
-
-_PHASE_TEXT = {"load": "loading the data", "prep": "making the push buffer",
-               "push": "pushing to the DPUs", "run": "running and gathering",
-               "train": "training", "owner_sort": "sorting by state",
-               "reorder": "ordering the records"}
-LABELS = {"baseline": "baseline", "dataset": "dataset mapping",
-          "generated_records": "generated records", "shuffled_copy": "shuffled copy",
-          "push_buffer": "push buffer", "lane_arrays": "lane arrays",
-          "mram_pages": "simulated MRAM", "wram_images": "simulated WRAM",
-          "window_buffer": "window buffer",
-          "dpu_tables": "DPU tables", "aggregation": "aggregation",
-          "learner_copy": "learner's copy", "kept_memories": "kept memories",
-          "owner_sort": "state sort", "ordered_copy": "ordered copy"}
-
-
-def plan_lines(plan: MemoryPlan) -> list:
-    """One or two lines: the planned total and its largest parts, the DPUs' memories."""
-    top = sorted(plan.parts.items(), key=lambda kv: -kv[1])[:3]
-    lines = [f"memory plan: {show(plan.total)} planned at its peak "
-             f"({_PHASE_TEXT.get(plan.peak_phase, plan.peak_phase)}), of which "
-             + ", ".join(f"{LABELS.get(k, k)} {show(v)}" for k, v in top)]
-    if plan.mram_bytes_per_dpu is not None and plan.wram_bytes_per_dpu is not None:
-        w = plan.windows
-        lines.append(f"             per DPU (planned): MRAM {show(plan.mram_bytes_per_dpu)} of "
-                     f"{show(plan.mram_bank_bytes)}, WRAM {plan.wram_bytes_per_dpu / 1024:.1f} of "
-                     f"{plan.wram_bank_bytes / 1024:.0f} KiB" + (
-                         "" if w is None else
-                         f"; records streamed in windows, {'' if w['exact_count'] else 'at least '}"
-                         f"{w['windows_per_epoch']:,} per epoch"))
-    return lines
-
-
-def refusal(plan: MemoryPlan, limit: int, generated: bool) -> str | None:
-    """The one line refusing a plan above ``limit`` (None when it fits): the total, the
-    largest part and what would shrink it, and what a smaller part would save when an
-    option drops it whole."""
-    if plan.total <= limit:
-        return None
-    name, size = plan.largest()
-    what, helps = PARTS.get(name, (name, ""))
-    fewer = "fewer --transitions" if generated else \
-        "fewer transitions (a smaller dataset: pimrl data generate --n N)"
-    visits = ", or --aggregate mean (no visit counts)" if plan.visits else ""
-    line = (f"--max-memory {show(limit)}: the plan needs {show(plan.total)} (planned); its "
-            f"largest part is {LABELS.get(name, name)}, {show(size)}: {what}. What shrinks "
-            f"it: {helps.format(fewer=fewer, visits=visits)}")
-    saves = {"generated_records": "writing the records to a file first (pimrl data generate) "
-                                  "would save the generated records'",
-             "shuffled_copy": "--partition contiguous would save the shuffled copy's",
-             "kept_memories": "one --dpus count per run would save the kept memories'"}
-    extra = [f"{text} {show(plan.parts[k])}" for k, text in saves.items()
-             if k != name and plan.parts.get(k)]
-    return line + "".join(f"; {e}" for e in extra)
-
-
-def fitting_window(plan_for, limit: int, tasklets: int, mram_bytes: int):
-    """``(window_bytes, plan)``: the largest ``--mram-window`` (a power of two up to
-    ``mram_bytes``, at least 4 KiB and a record per tasklet) whose plan ``plan_for(window_bytes)`` fits ``limit``,
-    or None where none does (or the run refuses windows: own:R)."""
-    from pimrl.swiftrl.windows import check_window
-
-    window = 1 << (int(mram_bytes).bit_length() - 1)
-    while window >= max(4096, 16 * tasklets):
-        try:
-            check_window(window, tasklets, mram_bytes)
-            plan = plan_for(window)
-        except ValueError:
-            return None
-        if plan.windows is None:
-            return None
-        if plan.total <= limit:
-            return window, plan
-        window //= 2
-    return None
-
-
-def dataset_shape(path):
-    """(n_transitions, n_states, n_actions) from a dataset file's header alone (nothing
-    mapped, no record read); the header's errors as load_dataset raises them."""
-    import os
-
-    from pimrl.data.format import HEADER_SIZE, decode_header
-    from pimrl.io import check_regular_input
-
-    path = check_regular_input(path)
-    with open(path, "rb") as f:
-        header = decode_header(f.read(HEADER_SIZE), path=path, file_size=os.path.getsize(path))
-    return header["n_transitions"], header["n_states"], header["n_actions"]

@@ -330,7 +330,7 @@ def test_meta_json_of_the_wrong_shape(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- item 9: the text
 def test_a_label_never_runs_into_its_number(capsys):
-    from pimrl.cli.train import print_report, time_table
+    from pimrl.cli.train_report import print_report, time_table
     from pimrl.learners.params import LearnerParams
 
     run = {"modelled_s": {"cpu_dpu": 1.0, "dpu_kernel": 9000.0, "inter_dpu": 0.0, "dpu_cpu": 1.0},

@@ -273,7 +273,7 @@ def test_every_command_has_a_description_and_shows_its_defaults():
 
 
 def test_time_table_columns_line_up():
-    from pimrl.cli.train import time_table
+    from pimrl.cli.train_report import time_table
 
     run = {"modelled_s": {"cpu_dpu": 0.0012, "dpu_kernel": 1.5, "inter_dpu": 0.0,
                           "dpu_cpu": 0.0003},

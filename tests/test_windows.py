@@ -185,8 +185,9 @@ def test_bad_windows_are_refused_in_one_line(capsys, extra, needle):
 
 def test_a_mapped_file_streams_in_place(tmp_path, monkeypatch, taxi):
     """Outside tasklet mode rows the windows are read from the dataset's mapping itself (no
-    push buffer), its pages handed back window by window: the tables of a run with MRAM
-    enough, and the file's bytes unchanged."""
+    push buffer), its pages handed back window by window (a large file's SEQ and RAN
+    windows are read with pread instead, lane slice by lane slice): the tables of a run with
+    MRAM enough, and the file's bytes unchanged."""
     from pimrl.data import format as format_module
     from pimrl.data.format import load_dataset, save_dataset
 
@@ -195,9 +196,16 @@ def test_a_mapped_file_streams_in_place(tmp_path, monkeypatch, taxi):
     save_dataset(path, rec, "Taxi-v3", 0, "uniform", n_states=s, n_actions=a)
     mapped = load_dataset(path).records
     monkeypatch.setattr(format_module, "DROP_MAPPED_BYTES", 0)
-    for dtype, sampling in (("int32", "str"), ("fp32", "ran")):
+    from pimrl.swiftrl import windows
+
+    reads, read = [], windows.FileSlices.read
+    monkeypatch.setattr(windows.FileSlices, "read",
+                        lambda self, *a: reads.append(a[2]) or read(self, *a))
+    for dtype, sampling in (("int32", "str"), ("fp32", "ran"), ("int32", "seq")):
         p = LearnerParams(dtype=dtype, sampling=sampling, tasklet_mode="ring", epochs=2)
         want = _fit(taxi, p, mram_window=4096)
         got = _fit((mapped, s, a), p, mram_window=4096)
         assert np.array_equal(got.dpu_tables_, want.dpu_tables_)
+        assert np.array_equal(got.timings_.modelled_s["cpu_dpu"], want.timings_.modelled_s["cpu_dpu"])
     assert mapped.tobytes() == rec.tobytes()
+    assert len(reads) == 2 * 2 * 11                     # SEQ and RAN: 2 epochs x 11 windows

@@ -167,7 +167,8 @@ def _fmt(v) -> str:
 def _cmd_info(args) -> int:
     from pimrl.data.format import load_dataset
     from pimrl.cli.plan import default_plans
-    from pimrl.memplan import LABELS, show
+    from pimrl.cli.plan import LABELS
+    from pimrl.memplan import show
 
     ds = load_dataset(args.file, validate=not args.no_validate)
     info = ds.info()

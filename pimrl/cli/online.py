@@ -271,7 +271,8 @@ def run_online(args, holder: dict | None = None) -> int:
                 "optimal": quality(ev, args.tolerance),
                 "suboptimal_states": suboptimal_states(env0, q, q_star)}
 
-    from pimrl.cli.train import check_save_destinations, make_checkpoint, save_learned
+    from pimrl.cli.checkpoints import make_checkpoint
+    from pimrl.cli.train import check_save_destinations, save_learned
 
     check_save_destinations(args)
     checkpoint = make_checkpoint(args, params, [n], checkpoint_config(args, params, n))

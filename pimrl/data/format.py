@@ -477,6 +477,18 @@ def drop_mapped_pages(records: np.ndarray) -> bool:
     return True
 
 
+def mapped_file(records: np.ndarray):
+    """``(path, byte offset of records[0] in it)`` where ``records`` are a contiguous view of
+    a read-only dataset mapping (:func:`load_dataset`'s memmap); else None."""
+    owner = records
+    while owner is not None and not isinstance(owner, np.memmap):
+        owner = getattr(owner, "base", None)
+    if (owner is None or owner.mode != "r" or getattr(owner, "filename", None) is None
+            or not records.flags.c_contiguous or records.nbytes == 0):
+        return None
+    return owner.filename, owner.offset + (records.ctypes.data - owner.ctypes.data)
+
+
 def load_dataset(path, mmap: bool = True, validate: bool = True) -> Dataset:
     """Open a dataset file; records are a read-only memmap (or a read-only array).
 

@@ -194,6 +194,7 @@ class PimTrainer:
         self.windows_ = windows
 
         n = self.n_dpus
+        stream = None
         if self.placement is None:
             dpus = DpuPackageSet(dpu, n, program, hw)
         else:
@@ -303,6 +304,8 @@ class PimTrainer:
                 if ck is not None:          # a round boundary: after the broadcast
                     ck.boundary(r + 1, len(round_epochs), snapshot)
         finally:
+            if stream is not None:
+                stream.close()
             dpus.free()
 
         self.q_ = q

@@ -171,6 +171,68 @@ def fill_window(plan: WindowPlan, records: np.ndarray, row_base: np.ndarray, w: 
     return out, bounds
 
 
+@njit(nogil=True, cache=True)
+def _finish_read(out, bounds, scale, lo, hi):
+    """DPUs ``lo..hi-1`` of a window read from the file: rewards to Q format (``scale`` >
+    0) and the rest of each row zero, as :func:`_fill` leaves it."""
+    width = out.shape[1]
+    for d in range(lo, hi):
+        n = bounds[d, -1]
+        if scale > 0:
+            rewards = out[d].view(np.float32)
+            for m in range(n):
+                out[d, m, 2] = np.int32(fixed_value(rewards[m, 2], scale))
+        for m in range(n, width):
+            for k in range(4):
+                out[d, m, k] = 0
+
+
+class FileSlices:
+    """Windows of SEQ and RAN read straight from a dataset file with ``pread``, a lane slice
+    at a time, instead of through its mapping: a fault in a mapping reads the device's
+    read-around (8 MiB here) and maps neighbouring pages into the process, so a window of
+    thousands of lanes, each a slice of its own, would read and hold the file many times
+    over. The reads ask the OS for no read-ahead (``POSIX_FADV_RANDOM``): each reads what a
+    window holds of a lane, and the next window's slice of that lane follows on the disk."""
+
+    def __init__(self, path, offset: int):
+        import os
+
+        self.path, self.offset = str(path), int(offset)
+        self.fd = os.open(self.path, os.O_RDONLY)
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_RANDOM)
+
+    def read(self, plan: WindowPlan, row_base: np.ndarray, w: int, out: np.ndarray,
+             scale: float):
+        """Window ``w`` into ``out`` as :func:`fill_window` lays it out: (out, lane offsets)."""
+        import os
+
+        i0 = w * plan.steps
+        count = np.clip(plan.lane_len - i0, 0, plan.steps)
+        bounds = np.zeros((count.shape[0], count.shape[1] + 1), np.int64)
+        np.cumsum(count, axis=1, out=bounds[:, 1:])
+        src = (np.asarray(row_base, np.int64)[:, None] + plan.lane_start + i0) * RECORD_BYTES
+        dest = out.view(np.uint8).reshape(len(out), -1)
+        rows, lanes = np.nonzero(count)
+        for d, t, at, c, pos in zip(rows.tolist(), lanes.tolist(), src[rows, lanes].tolist(),
+                                    count[rows, lanes].tolist(), bounds[rows, lanes].tolist()):
+            view = dest[d, RECORD_BYTES * pos: RECORD_BYTES * (pos + c)]
+            if os.preadv(self.fd, [view], self.offset + at) != view.nbytes:
+                raise OSError(f"{self.path}: short read of {view.nbytes} B at byte "
+                              f"{self.offset + at} (the file changed while training?)")
+        words = out.view(np.int32).reshape(len(out), -1, 4)
+        run_ranges(lambda lo, hi: _finish_read(words, bounds, scale, lo, hi), len(out))
+        return out, bounds
+
+    def close(self) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 class WindowStream:
     """Pushes a run's windows to its DPUs (a :class:`~pimrl.swiftrl.dpus.DpuPackageSet` or
     ``SystemSetDpus``): ``push(w)`` lays out window ``w`` and pushes, as CPU-DPU transfers,
@@ -192,16 +254,30 @@ class WindowStream:
         self.lane_bounds = None if lane_words is None else lane_words["lane_bounds"].copy()
         self._fields = P_EPOCH_CONTINUES, P_EPOCHS, P_N_RECORDS
         self._out = np.empty((len(row_base), plan.records), records.dtype)
+        self.file = None
+        if lane_words is None and plan.gather_stride == 1:
+            from pimrl.data.format import DROP_MAPPED_BYTES, mapped_file
+
+            where = mapped_file(records) if records.nbytes > DROP_MAPPED_BYTES else None
+            if where is not None:       # a large file's mapping: read with pread instead
+                self.file = FileSlices(*where)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
 
     def push(self, w: int) -> None:
         from pimrl.data.format import DROP_MAPPED_BYTES, drop_mapped_pages
         from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 
         cont, epochs, n_records = self._fields
-        records, bounds = fill_window(self.plan, self.records, self.row_base, w, self._out,
-                                      self.scale)
-        if self.records.nbytes > DROP_MAPPED_BYTES:
-            drop_mapped_pages(self.records)
+        if self.file is not None:
+            records, bounds = self.file.read(self.plan, self.row_base, w, self._out, self.scale)
+        else:
+            records, bounds = fill_window(self.plan, self.records, self.row_base, w,
+                                          self._out, self.scale)
+            if self.records.nbytes > DROP_MAPPED_BYTES:
+                drop_mapped_pages(self.records)
         n = records.shape[0]
         width = int(bounds[:, -1].max())
         if width < records.shape[1]:        # the last window: push only what it holds
