@@ -62,6 +62,7 @@ def peak_rss_bytes() -> int | None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) * (1 if sys.platform == "darwin" else 1024)
 
+
 #: The process's own floor in each phase of a ``pimrl train`` run: the interpreter, numpy,
 #: numba (its start-up, which the command line's Ctrl-C handler triggers before any work)
 #: and pimrl's modules, the kernels numba loads from its cache as the run reaches them, and
@@ -69,16 +70,17 @@ def peak_rss_bytes() -> int | None:
 #: peak resident set of each phase (VmHWM, reset between phases) of small runs (Taxi, 20,000
 #: transitions from a file; 8 and 64 DPUs; the reference and CPU backends) and takes away the
 #: plan's data parts (1-3 MiB there). On this project's 2-vCPU VM (Python 3.11, 2 numba
-#: threads, numba's cache warm), 2026-12-03: 208-209 MiB after loading, 211 MiB through the
-#: push, 213 MiB once the kernels ran; the reference and CPU backends 208-209 MiB. More numba
-#: threads add their stacks; a cold numba cache adds LLVM's compilation memory (not planned).
+#: threads, numba's cache warm), 2026-12-03, each phase's own peak (VmHWM): 159 MiB after
+#: loading, 161 MiB through the push, 164 MiB once the kernels ran; the reference and CPU
+#: backends 159-160 MiB. More numba threads add their stacks; a cold numba cache adds LLVM's
+#: compilation memory (not planned).
 BASELINE = {
-    "load": 209 * MiB,
-    "prep": 211 * MiB,
-    "push": 211 * MiB,
-    "run": 213 * MiB,
-    "reference": 209 * MiB,
-    "cpu": 209 * MiB,
+    "load": 159 * MiB,
+    "prep": 161 * MiB,
+    "push": 161 * MiB,
+    "run": 164 * MiB,
+    "reference": 159 * MiB,
+    "cpu": 160 * MiB,
 }
 
 

@@ -173,8 +173,8 @@ def _compiled_kernels():
 #: Address space (not memory) that a run reserves beyond its resident set: the mapped
 #: libraries (llvmlite's LLVM among them), glibc's malloc arenas, the threads' stacks.
 #: Measured on this project's VM (2 numba threads): a small run (20,000 Taxi transitions,
-#: 64 DPUs, plan 216 MiB) needs RLIMIT_AS >= plan + 384 MiB (VmPeak 593 MiB; plan + 256
-#: MiB: "can't start new thread"). Without a limit its VmPeak is 4.7 GiB: the simulated MRAM
+#: 64 DPUs, plan 167 MiB) has a VmPeak of 593 MiB, about 430 MiB above its plan (a limit
+#: too close fails with "can't start new thread"). Without a limit its VmPeak is 4.7 GiB: the simulated MRAM
 #: pool reserves every page of its 64 banks (MAP_NORESERVE), which RLIMIT_AS refuses and
 #: the pool then grows as written. Twice the need, so that the test checks the plan's order
 #: of size, not the allocator's moods.
@@ -198,7 +198,7 @@ def test_small_run_fits_its_plan_under_an_address_space_limit(taxi_file):
 def test_plan_matches_the_measured_peak(tmp_path, n, dpus):
     """Mid-size runs: the plan within 20 % of the measured peak resident set (3M, about 5 s:
     the mapping kept; 20M, slow: past DROP_MAPPED_BYTES, handed back before the push).
-    Measured on this project's VM: 3M 0.38 GiB planned, 0.38 measured; 20M 0.82 and 0.82."""
+    Measured on this project's VM: 3M 0.324 GiB planned, 0.326 measured; 20M 0.772 and 0.773."""
     path = tmp_path / "taxi.pimrl"
     assert main(["data", "generate", "--env", "Taxi-v3", "--n", str(n), "--seed", "0",
                  "--out", str(path)]) == 0

@@ -424,19 +424,33 @@ class Dataset:
                        state_actions_visited=0, state_action_coverage=0.0,
                        n_unknown_next_action=0)
             return out
-        reward = r["reward"]
-        term = int(np.count_nonzero(r["terminated"]))
-        trunc = int(np.count_nonzero(r["truncated"]))
-        s = r["state"].astype(np.int64)
-        a = r["action"].astype(np.int64)
-        seen_s = np.bincount(np.concatenate([s, r["next_state"]]), minlength=self.n_states)
-        seen_sa = np.bincount(s * self.n_actions + a, minlength=self.n_states * self.n_actions)
+        # chunk by chunk (a large mapping's pages handed back as read): memory stays at a
+        # chunk's statistics whatever the size
+        term = trunc = unknown = 0
+        lo, hi, total = np.inf, -np.inf, 0.0
+        seen_s = np.zeros(self.n_states, np.int64)
+        seen_sa = np.zeros(self.n_states * self.n_actions, np.int64)
+        for at in range(0, n, _CHECK_CHUNK):
+            c = r[at: at + _CHECK_CHUNK]
+            reward = c["reward"]
+            term += int(np.count_nonzero(c["terminated"]))
+            trunc += int(np.count_nonzero(c["truncated"]))
+            unknown += int(np.count_nonzero(c["next_action"] == NO_ACTION))
+            lo, hi = min(lo, float(reward.min())), max(hi, float(reward.max()))
+            total += float(reward.sum(dtype=np.float64))
+            s = c["state"].astype(np.int64)
+            seen_s += np.bincount(s, minlength=self.n_states)
+            seen_s += np.bincount(c["next_state"], minlength=self.n_states)
+            seen_sa += np.bincount(s * self.n_actions + c["action"],
+                                   minlength=self.n_states * self.n_actions)
+            if r.nbytes > DROP_MAPPED_BYTES:
+                drop_mapped_pages(c)
         visited_s = int(np.count_nonzero(seen_s))
         visited_sa = int(np.count_nonzero(seen_sa))
         out.update(
-            reward_min=float(reward.min()),
-            reward_max=float(reward.max()),
-            reward_mean=float(reward.mean(dtype=np.float64)),
+            reward_min=lo,
+            reward_max=hi,
+            reward_mean=total / n,
             n_terminated=term,
             n_truncated=trunc,
             n_episodes_ended=term + trunc,
@@ -446,7 +460,7 @@ class Dataset:
             state_coverage=visited_s / self.n_states,
             state_actions_visited=visited_sa,
             state_action_coverage=visited_sa / (self.n_states * self.n_actions),
-            n_unknown_next_action=int(np.count_nonzero(r["next_action"] == NO_ACTION)),
+            n_unknown_next_action=unknown,
         )
         return out
 
