@@ -227,6 +227,33 @@ def test_train_on_dask_prints_the_local_tables(client, capsys):
     assert "only applies to --backend pim" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("extra", [["--aggregate", "sync:3:weighted", "--force-mram"],
+                                   ["--agents", "independent", "--grid", "alpha=0.05,0.1;seed=0-64",
+                                    "--dtype", "int32"]])
+def test_online_on_dask_equals_the_local_run(client, capsys, tmp_path, extra):
+    """Online training on the workers: the same tables (bit for bit), modelled times, rounds
+    and evaluation as in this process, the traffic with the workers measured apart; the C
+    kernel and checkpoints are refused there in one line."""
+    args = ["train", "--online", "--env", "FrozenLake-v1", "--dpus", "130", "--hardware",
+            "upmem-640", "--tasklets", "4", "--steps", "900", "--json", *extra]
+    assert main(args + ["--save-q", str(tmp_path / "local.npy")]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main(args + ["--executor", f"dask:{client.scheduler.address}",
+                        "--threads-per-worker", "1", "--save-q", str(tmp_path / "dask.npy")]) == 0
+    dist = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "local.npy").read_bytes() == (tmp_path / "dask.npy").read_bytes()
+    for key in ("modelled_s", "rounds", "env_steps", "episodes", "saturations",
+                "evaluation", "agents_result"):
+        assert local.get(key) == dist.get(key), key
+    assert dist["worker_transfers"]["dpus_per_worker"] == [128, 2]
+    assert "worker_transfers" not in local and dist["worker_transfers"]["to_workers_bytes"] > 0
+    for refused, needle in ((["--kernel", "c"], "runs the numba kernel only"),
+                            (["--checkpoint", str(tmp_path / "ck")], "--executor local")):
+        assert main(args + ["--executor", f"dask:{client.scheduler.address}", *refused]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and len(err.splitlines()) == 1
+
+
 def test_joining_a_running_cluster(client, config, local_rows, tmp_path, capsys):
     """dask:ADDRESS joins the scheduler at ADDRESS (here: the fixture's LocalCluster)."""
     address = client.scheduler.address

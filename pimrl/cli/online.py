@@ -283,10 +283,20 @@ def run_online(args, holder: dict | None = None) -> int:
         if holder is not None:
             holder["ck"] = checkpoint
             checkpoint.interrupted = holder.get("early")   # a signal before now: first boundary
-    trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets, aggregate=args.aggregate,
-                            agents=args.agents, hardware=hw, kernel=args.kernel,
-                            force_mram=args.force_mram, checkpoint=checkpoint)
-    trainer.fit(envs, args.steps, on_round=on_round)
+    from pimrl.pim.distributed import placement_for
+
+    with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
+        if placement is not None and args.kernel != "numba":
+            raise UserError(f"--kernel {args.kernel}: a DPU set on Dask workers runs the numba "
+                            "kernel only")
+        trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets,
+                                aggregate=args.aggregate, agents=args.agents, hardware=hw,
+                                kernel=args.kernel, force_mram=args.force_mram,
+                                checkpoint=checkpoint, placement=placement)
+        trainer.fit(envs, args.steps, on_round=on_round)
+    out["executor"] = args.executor
+    if hasattr(trainer, "worker_transfers_"):
+        out["worker_transfers"] = trainer.worker_transfers_
     if checkpoint is not None and not evals and not independent and not args.no_eval:
         evals.append(evaluate_against_optimum(env0, trainer.q_, base.gamma))  # resumed at its end
     L = trainer.layout_
@@ -390,6 +400,12 @@ def print_online(out: dict) -> None:
         print(f"  {label:<14}{m[key] * 1e3:10.3f}   modelled")
     print(f"  {'total':<14}{out['modelled_total_s'] * 1e3:10.3f}   modelled")
     print(f"  {'simulation':<14}{out['measured_s']['simulation_wall'] * 1e3:10.3f}   measured (simulator wall clock)")
+    if "worker_transfers" in out:
+        w = out["worker_transfers"]
+        print(f"  {'worker traffic':<14}{w['transfer_measured_s'] * 1e3:10.3f}   measured: "
+              f"{(w['to_workers_bytes'] + w['from_workers_bytes']) / 1e6:.1f} MB between this "
+              f"process and {len(w['workers'])} Dask workers (not a PIM time; DPUs per worker: "
+              f"{', '.join(map(str, w['dpus_per_worker']))})")
     print(f"throughput {out['env_steps']} environment steps, {out['episodes']} episodes ended: "
           f"{out['env_steps_per_modelled_s'] / 1e6:.1f} M steps per modelled second "
           f"(kernel only {out['kernel_env_steps_per_modelled_s'] / 1e6:.1f} M)")

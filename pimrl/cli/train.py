@@ -164,7 +164,7 @@ def register(subparsers) -> None:
     # --online refuses these (rather than ignore them) when given a value of their own
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
                "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
-               "--executor", "--workers", "--threads-per-worker", "--max-memory",
+               "--max-memory",
                "--host-threads", "--mram-window")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",

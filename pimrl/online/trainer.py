@@ -89,11 +89,16 @@ class OnlineTrainer:
     tables and visit counts the MRAM heap holds, the counters, the ledger and the rounds so
     far; with a saved state, the fit goes on from it and ends as an uninterrupted one would,
     bit for bit (``on_round`` is called for the remaining rounds only).
+
+    ``placement(n_dpus, hw)`` allocates the DPU set elsewhere: a
+    :class:`~pimrl.pim.distributed.DaskPlacement` spreads its ranks over Dask workers, with
+    the same tables and modelled times; ``worker_transfers_`` then gives the bytes and
+    measured wall time of the traffic with the workers (never a PIM time).
     """
 
     def __init__(self, params, n_dpus: int = 64, tasklets: int = 16, aggregate: str = "mean",
                  agents: str = "shared", hardware: Hardware | str = "upmem-2556",
-                 kernel="numba", force_mram: bool = False, checkpoint=None):
+                 kernel="numba", force_mram: bool = False, checkpoint=None, placement=None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -104,6 +109,8 @@ class OnlineTrainer:
         self.force_mram = force_mram
         # a pimrl.swiftrl.checkpoint.Checkpoint: written at round boundaries, resumed from
         self.checkpoint = checkpoint
+        # placement(n_dpus, hw): a DPU set elsewhere (pimrl.pim.distributed.DaskPlacement)
+        self.placement = placement
 
     def fit(self, envs, steps: int, on_round=None) -> "OnlineTrainer":
         t_start = time.perf_counter()
@@ -143,6 +150,12 @@ class OnlineTrainer:
                                  f"has {e.shape}, {denvs[0].env_id} has {shape}")
         S, A, K = shape
         M = max(e.n_start for e in denvs)
+        if self.placement is not None and self.kernel != "numba":
+            raise ValueError(f"--kernel {self.kernel}: a DPU set on Dask workers runs the numba "
+                             "kernel only")
+        if self.placement is not None and self.checkpoint is not None:
+            raise ValueError("--checkpoint: runs on the simulator in this process only "
+                             "(--executor local)")
         factory = ONLINE_KERNELS.get(self.kernel, self.kernel)
         if not callable(factory):
             raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(ONLINE_KERNELS)}")
@@ -150,7 +163,8 @@ class OnlineTrainer:
                           count_visits=spec.needs_visits, force_mram=self.force_mram)
         L = program.layout
 
-        dpus = dpu_alloc(n, machine=Machine(hw))
+        dpus = dpu_alloc(n, machine=Machine(hw)) if self.placement is None else \
+            self.placement(n, hw)
         counters = np.zeros((n, len(kernels.ONLINE_COUNTERS)), dtype=np.int64)
         rounds = []
         try:
@@ -251,6 +265,12 @@ class OnlineTrainer:
         self.program_ = program
         self.layout_ = L
         self.hardware_ = hw
+        transfers = getattr(dpus, "transfers", None)
+        if transfers is not None:        # a distributed set: its traffic with the workers
+            self.worker_transfers_ = dict(transfers, workers=list(dpus.workers),
+                                          dpus_per_worker=list(dpus.shard_dpus))
+            self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
+            self.timings_.measure("worker_launch", transfers["launch_measured_s"])
         self.env_steps_ = int(counters[:, kernels.OC_STEPS].sum())
         self.saturations_ = int(counters[:, kernels.OC_SAT].sum())
         return self

@@ -193,7 +193,10 @@ class FileSlices:
     read-around (8 MiB here) and maps neighbouring pages into the process, so a window of
     thousands of lanes, each a slice of its own, would read and hold the file many times
     over. The reads ask the OS for no read-ahead (``POSIX_FADV_RANDOM``): each reads what a
-    window holds of a lane, and the next window's slice of that lane follows on the disk."""
+    window holds of a lane. ``IO_THREADS`` threads read at once (a read waits on the device,
+    not on Python): one at a time, 64 KiB reads ran at 70 MB/s here."""
+
+    IO_THREADS = 16
 
     def __init__(self, path, offset: int):
         import os
@@ -202,6 +205,7 @@ class FileSlices:
         self.fd = os.open(self.path, os.O_RDONLY)
         if hasattr(os, "posix_fadvise"):
             os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_RANDOM)
+        self._pool = None
 
     def read(self, plan: WindowPlan, row_base: np.ndarray, w: int, out: np.ndarray,
              scale: float):
@@ -215,12 +219,22 @@ class FileSlices:
         src = (np.asarray(row_base, np.int64)[:, None] + plan.lane_start + i0) * RECORD_BYTES
         dest = out.view(np.uint8).reshape(len(out), -1)
         rows, lanes = np.nonzero(count)
-        for d, t, at, c, pos in zip(rows.tolist(), lanes.tolist(), src[rows, lanes].tolist(),
-                                    count[rows, lanes].tolist(), bounds[rows, lanes].tolist()):
-            view = dest[d, RECORD_BYTES * pos: RECORD_BYTES * (pos + c)]
-            if os.preadv(self.fd, [view], self.offset + at) != view.nbytes:
-                raise OSError(f"{self.path}: short read of {view.nbytes} B at byte "
-                              f"{self.offset + at} (the file changed while training?)")
+        jobs = list(zip(rows.tolist(), src[rows, lanes].tolist(), count[rows, lanes].tolist(),
+                        bounds[rows, lanes].tolist()))
+
+        def read(lo, hi):
+            for d, at, c, pos in jobs[lo:hi]:
+                view = dest[d, RECORD_BYTES * pos: RECORD_BYTES * (pos + c)]
+                if os.preadv(self.fd, [view], self.offset + at) != view.nbytes:
+                    raise OSError(f"{self.path}: short read of {view.nbytes} B at byte "
+                                  f"{self.offset + at} (the file changed while training?)")
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.IO_THREADS, thread_name_prefix="pimrl-read")
+        cuts = np.linspace(0, len(jobs), self.IO_THREADS + 1).astype(int)
+        for f in [self._pool.submit(read, a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]:
+            f.result()
         words = out.view(np.int32).reshape(len(out), -1, 4)
         run_ranges(lambda lo, hi: _finish_read(words, bounds, scale, lo, hi), len(out))
         return out, bounds
@@ -228,6 +242,9 @@ class FileSlices:
     def close(self) -> None:
         import os
 
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
