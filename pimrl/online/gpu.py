@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pimrl.baselines.gpu import (
-    device_primitives, gpu_status, numba_cuda_installed, simulator_enabled,
-)
+from pimrl.baselines.gpu import gpu_status, numba_cuda_installed
+from pimrl.baselines.gpu_kernels import device_primitives, simulator_enabled
 from pimrl.learners.variants import ALGO, DTYPE, ONLINE_COUNTERS, OP_STEPS
 from pimrl.online import kernels
 from pimrl.online.envtable import dpu_env, stack_envs

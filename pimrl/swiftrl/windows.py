@@ -270,7 +270,9 @@ class WindowStream:
         self.row_base, self.scale = row_base, scale
         self.lane_bounds = None if lane_words is None else lane_words["lane_bounds"].copy()
         self._fields = P_EPOCH_CONTINUES, P_EPOCHS, P_N_RECORDS
-        self._out = np.empty((len(row_base), plan.records), records.dtype)
+        # one buffer; each window is laid out in its first n_dpus x width records (the last
+        # window is narrower: pushed whole, with no copy)
+        self._flat = np.empty(len(row_base) * plan.records, records.dtype)
         self.file = None
         if lane_words is None and plan.gather_stride == 1:
             from pimrl.data.format import DROP_MAPPED_BYTES, mapped_file
@@ -288,17 +290,16 @@ class WindowStream:
         from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 
         cont, epochs, n_records = self._fields
+        plan, n = self.plan, len(self.row_base)
+        width = max(1, int(np.clip(plan.lane_len - w * plan.steps, 0, plan.steps)
+                           .sum(axis=1).max()))
+        out = self._flat[: n * width].reshape(n, width)
         if self.file is not None:
-            records, bounds = self.file.read(self.plan, self.row_base, w, self._out, self.scale)
+            records, bounds = self.file.read(plan, self.row_base, w, out, self.scale)
         else:
-            records, bounds = fill_window(self.plan, self.records, self.row_base, w,
-                                          self._out, self.scale)
+            records, bounds = fill_window(plan, self.records, self.row_base, w, out, self.scale)
             if self.records.nbytes > DROP_MAPPED_BYTES:
                 drop_mapped_pages(self.records)
-        n = records.shape[0]
-        width = int(bounds[:, -1].max())
-        if width < records.shape[1]:        # the last window: push only what it holds
-            records = np.ascontiguousarray(records[:, : max(width, 1)])
         self.params[:, epochs] = 1
         self.params[:, n_records] = bounds[:, -1]
         self.params[:, cont] = int(w > 0)
