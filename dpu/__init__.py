@@ -19,7 +19,8 @@ import time as _time
 
 _IMPORT_STARTED = _time.perf_counter()
 
-from dpu.driver import (ALLOCATE_ALL, DpuContext, DpuError, DpuProgram, DpuSet, DpuSymbol,  # noqa: E402
+from dpu._types import DpuContext  # noqa: E402
+from dpu.driver import (ALLOCATE_ALL, DpuError, DpuProgram, DpuSet, DpuSymbol,  # noqa: E402
                         DpuVariable)
 from pimrl.shim import clock as _clock  # noqa: E402
 

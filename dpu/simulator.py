@@ -76,7 +76,7 @@ def rows(matrix) -> list:
     """``list(matrix)``: one host buffer per DPU, the rows of a 2-D numpy array, for
     ``copy``. It is a list to every ``dpu`` package; the simulator sees that the buffers are
     the rows of ``matrix`` and moves them in one copy, without checking each of them."""
-    from dpu.driver import HostRows
+    from dpu._types import HostRows
 
     return HostRows(matrix)
 
@@ -86,7 +86,7 @@ def load(dpu_set, program: system.DpuProgram):
     """Load a program object of this process (a :class:`pimrl.pim.system.DpuProgram`: the
     SwiftRL numba kernel, a C kernel that reports its work counters) as ``load(binary=...)``
     loads a program file, symbol attributes included; returns the ``dpu.DpuProgram``."""
-    from dpu.driver import DpuProgram, _translate
+    from dpu._types import DpuProgram, _translate
 
     with _translate():
         dpu_set._sys.load(program)

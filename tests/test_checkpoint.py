@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pimrl.cli import main
-from pimrl.swiftrl import checkpoint as ckpt
+from pimrl import checkpoint as ckpt
 
 BASE = ["train", "--env", "FrozenLake-v1", "--transitions", "3000", "--backend", "pim",
         "--dpus", "4", "--tasklets", "4", "--epochs", "8", "--json"]

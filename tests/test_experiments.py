@@ -556,7 +556,7 @@ def test_a_half_done_row_goes_on_from_its_checkpoint(tmp_path, monkeypatch):
     """A row cut short after its second round (a Ctrl-C or a kill) leaves its checkpoint;
     the resumed sweep goes on from there, and the row equals an uninterrupted sweep's."""
     from pimrl.experiments import tasks
-    from pimrl.swiftrl import checkpoint as ckpt
+    from pimrl import checkpoint as ckpt
 
     cfg = tmp_path / "one.toml"
     cfg.write_text(ONE_ROW)

@@ -1,5 +1,5 @@
 """``pimrl train``'s checkpoint options: the settings a checkpoint is bound to,
-``--checkpoint-every``'s rounds or seconds, and the :class:`~pimrl.swiftrl.checkpoint.
+``--checkpoint-every``'s rounds or seconds, and the :class:`~pimrl.checkpoint.
 Checkpoint` of a run (offline, and online through :mod:`pimrl.cli.online`)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def checkpoint_config(args, params, n_dpus: int) -> dict:
     its flag), the dataset (its file's SHA-256, or the generated spec) and pimrl's version."""
     from pimrl import __version__
     from pimrl.io import check_regular_input
-    from pimrl.swiftrl.checkpoint import file_sha256
+    from pimrl.checkpoint import file_sha256
 
     if args.data is not None:
         data = {"file_sha256": file_sha256(check_regular_input(args.data, "dataset"))}
@@ -47,11 +47,11 @@ def checkpoint_every(text: str):
 
 
 def make_checkpoint(args, params, counts, config: dict | None = None):
-    """The run's :class:`~pimrl.swiftrl.checkpoint.Checkpoint` (None without --checkpoint
+    """The run's :class:`~pimrl.checkpoint.Checkpoint` (None without --checkpoint
     or --resume); a resume's checkpoint read and checked against this run's settings
     (``config``, or the offline run's :func:`checkpoint_config`)."""
     from pimrl.cli import UserError
-    from pimrl.swiftrl.checkpoint import Checkpoint, CheckpointMismatch
+    from pimrl.checkpoint import Checkpoint, CheckpointMismatch
 
     if args.checkpoint is None and args.resume is None:
         if args.checkpoint_every != 1:

@@ -252,7 +252,7 @@ def run_pim(records, env, params, args, n_dpus, hw, placement=None, checkpoint=N
 def run_train(args: argparse.Namespace) -> int:
     """``pimrl train``; a checkpointed run defers SIGINT and SIGTERM to a round boundary
     (pimrl.interrupt.deferred_interrupts), writes a checkpoint there and exits 130."""
-    from pimrl.swiftrl.checkpoint import CheckpointStop
+    from pimrl.checkpoint import CheckpointStop
 
     if getattr(args, "checkpoint", None) is None and getattr(args, "resume", None) is None:
         return _run_train(args)

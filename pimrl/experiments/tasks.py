@@ -59,7 +59,7 @@ def row_checkpoint(folder, run: dict, need: int, every_s: float | None = None):
     import shutil
 
     from pimrl import __version__
-    from pimrl.swiftrl.checkpoint import FILE, Checkpoint, CheckpointMismatch
+    from pimrl.checkpoint import FILE, Checkpoint, CheckpointMismatch
 
     every_s = ROW_CHECKPOINT_S if every_s is None else every_s
     config = {"row": run, "dataset_transitions": int(need), "pimrl version": __version__}

@@ -83,7 +83,7 @@ class OnlineTrainer:
     ``timings_`` (the ledger), ``counters_`` (summed over launches), ``rounds_`` (per round:
     steps so far, modelled seconds so far, and what ``on_round`` returned).
 
-    ``checkpoint`` (a :class:`~pimrl.swiftrl.checkpoint.Checkpoint`): written after each
+    ``checkpoint`` (a :class:`~pimrl.checkpoint.Checkpoint`): written after each
     round's broadcast (its every-N rule, the end, a signal), holding the DPUs' globals (the
     lanes' environment states, episode counters and streams, the tables in WRAM), the
     tables and visit counts the MRAM heap holds, the counters, the ledger and the rounds so
@@ -107,7 +107,7 @@ class OnlineTrainer:
         self.hardware = hardware
         self.kernel = kernel
         self.force_mram = force_mram
-        # a pimrl.swiftrl.checkpoint.Checkpoint: written at round boundaries, resumed from
+        # a pimrl.checkpoint.Checkpoint: written at round boundaries, resumed from
         self.checkpoint = checkpoint
         # placement(n_dpus, hw): a DPU set elsewhere (pimrl.pim.distributed.DaskPlacement)
         self.placement = placement
@@ -192,7 +192,7 @@ class OnlineTrainer:
             done = start = 0
             ck = self.checkpoint
             if ck is not None:
-                from pimrl.swiftrl import checkpoint as ckpt
+                from pimrl import checkpoint as ckpt
 
                 scheme = f"online-{self.agents}"
                 heap = self._heap_ranges(L, spec.needs_visits)

@@ -259,3 +259,10 @@ def dpu_package(device: str):
     if device not in DEVICES:
         raise DeviceError(f"unknown device {device!r}; use {' or '.join(DEVICES)}")
     return DEVICES[device]()
+
+
+def check_resumable(dpus) -> None:
+    """Checkpoints need the simulator's peek and poke: simulated DPUs in this process."""
+    if not isinstance(dpus, DpuPackageSet) or not dpus.modelled:
+        raise ValueError("--checkpoint: runs on the simulator in this process only "
+                         "(--device simulator, --executor local)")

@@ -196,9 +196,10 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
         ck = getattr(trainer, "checkpoint", None)
         start = 0
         if ck is not None:
-            from pimrl.swiftrl import checkpoint as ckpt
+            from pimrl import checkpoint as ckpt
+            from pimrl.swiftrl.dpus import check_resumable
 
-            ckpt.check_resumable(trainer, dpus)
+            check_resumable(dpus)
             if ck.state is not None:    # resume: the DPUs' memories, the ledger, V, ...
                 meta, arrays = ck.state["meta"], ck.state["arrays"]
                 if not (np.array_equal(arrays["own_bounds"], plan.bounds)

@@ -23,7 +23,9 @@ from pimrl.registry import Registry
 from pimrl.rlkernel import costs as kcost
 from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
 from pimrl.rng import lane_seeds
-from pimrl.swiftrl.dpus import DEVICES, DpuPackageSet, SystemSetDpus, dpu_package
+from pimrl.swiftrl.dpus import (
+    DEVICES, DpuPackageSet, SystemSetDpus, check_resumable, dpu_package,
+)
 from pimrl.swiftrl.records import check_dpu_records, dpu_records, partition_records
 from pimrl.swiftrl.windows import WindowStream, check_window, plan_windows
 
@@ -108,7 +110,7 @@ class PimTrainer:
         self.on_round = on_round     # q (float64) -> dict, after every round (instrumentation)
         self.device = device
         self.own_layout = own_layout  # own:R: "auto", "global" or "local" (swiftrl/owned.py)
-        # a pimrl.swiftrl.checkpoint.Checkpoint: written at round boundaries, resumed from
+        # a pimrl.checkpoint.Checkpoint: written at round boundaries, resumed from
         self.checkpoint = checkpoint
         # MRAM bytes of a window of records (swiftrl/windows.py); None: windows only where a
         # partition exceeds the MRAM
@@ -240,9 +242,9 @@ class PimTrainer:
             ck = self.checkpoint
             start = 0
             if ck is not None:
-                from pimrl.swiftrl import checkpoint as ckpt
+                from pimrl import checkpoint as ckpt
 
-                ckpt.check_resumable(self, dpus)
+                check_resumable(dpus)
                 if ck.state is not None:        # resume: the DPUs' memories, the ledger, ...
                     meta, arrays = ck.state["meta"], ck.state["arrays"]
                     start, counters, tasklet_counters = ckpt.resume_dpus(

@@ -1,7 +1,8 @@
 """Checkpoints of a PIM training run, and resuming from them bit for bit.
 
-A :class:`Checkpoint` given to :class:`~pimrl.swiftrl.trainer.PimTrainer` (``checkpoint=``)
-is offered the run's state at every round boundary (after the broadcast that ends a round
+A :class:`Checkpoint` given to :class:`~pimrl.swiftrl.trainer.PimTrainer` or
+:class:`~pimrl.online.trainer.OnlineTrainer` (``checkpoint=``; docs/design.md says what
+each keeps) is offered the run's state at every round boundary (after the broadcast that ends a round
 of ``sync:R``, ``sync:R:weighted`` or ``own:R``; a single-round scheme has only its end)
 and writes it every ``every`` rounds, at the end, and at the first boundary after SIGINT
 or SIGTERM (then the run stops: :class:`CheckpointStop`, a ``KeyboardInterrupt``).
@@ -256,15 +257,6 @@ def check_scheme(meta: dict, scheme: str, n_rounds: int) -> None:
         raise CheckpointMismatch(f"--resume: the checkpoint is of {meta.get('scheme')} with "
                                  f"{meta.get('rounds')} rounds; this run is {scheme} with "
                                  f"{n_rounds}")
-
-
-def check_resumable(trainer, dpus) -> None:
-    """Checkpoints need the simulator's peek and poke: simulated DPUs in this process."""
-    from pimrl.swiftrl.dpus import DpuPackageSet
-
-    if not isinstance(dpus, DpuPackageSet) or not dpus.modelled:
-        raise ValueError("--checkpoint: runs on the simulator in this process only "
-                         "(--device simulator, --executor local)")
 
 
 def resume_dpus(dpus, state: dict, scheme: str, n_rounds: int):
