@@ -16,7 +16,7 @@ dpurt.c), so copies are kept per program *content* for the whole process: loadin
 program again, from any set or allocation, reuses them, and memory stays flat however many
 times a host script loads, runs and frees it. The launches run on one process-wide pool of
 threads while the calling thread waits: Ctrl-C (``KeyboardInterrupt``) and the launch's time
-limit (:func:`pimrl.pim.system.launch_timeout_s`) set the launch's stop word, which the
+limit (:func:`pimrl.pim.allocation.launch_timeout_s`) set the launch's stop word, which the
 runtime checks every quantum; the running tasklets fault where they are, the DPUs not yet
 started are not run, and the call returns within a second.
 
@@ -49,8 +49,9 @@ from pimrl.dpurt.instrument import block_cost, parse_bbinfo
 from pimrl.io import atomic_write_bytes
 from pimrl.pim.errors import fail
 from pimrl.pim.memory import PAGE_BYTES
+from pimrl.pim.allocation import launch_timeout_s
 from pimrl.pim.system import (DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult,
-                               Symbol, launch_timeout_s)
+                               Symbol)
 
 ABI = 4
 #: The launch's stop word (dpurt.c, dpurt_launch.stop): why the host stops it.

@@ -25,6 +25,7 @@ import numpy as np
 
 from pimrl.pim import cost, programs, system
 from pimrl.pim.errors import DpuError, DpuErrorCode, fail
+from pimrl.pim.memory import PagedMram
 from pimrl.shim import clock
 
 ALL_RANKS = 0xFFFFFFFF
@@ -323,7 +324,7 @@ def py_free(ref):
     # The ledger stays readable (pimrl_sim_modelled_seconds); the memories go.
     a = entry.alloc
     a.prepared.clear()
-    a.mram = system.PagedMram(1, 4096)
+    a.mram = PagedMram(1, 4096)
     a.wram = np.zeros((0, 0), dtype=np.uint8)
     entry._dpus.clear()
     entry._ranks = None
