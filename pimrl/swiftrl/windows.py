@@ -260,7 +260,7 @@ class WindowStream:
     (tasklet mode rows: lane-grouped, rewards converted), or, in the other modes with
     contiguous partitions, the dataset itself, read in place (``scale`` > 0 converts INT32
     rewards). A dataset file's mapping past ``DROP_MAPPED_BYTES`` gives its pages back after
-    each window (:func:`~pimrl.data.format.drop_mapped_pages`): the host holds a window of it."""
+    each window (:func:`~pimrl.data.mapping.drop_mapped_pages`): the host holds a window of it."""
 
     def __init__(self, plan: WindowPlan, records: np.ndarray, row_base: np.ndarray,
                  lane_words: dict | None, dpus, params: np.ndarray, scale: float = 0.0):
@@ -275,7 +275,8 @@ class WindowStream:
         self._flat = np.empty(len(row_base) * plan.records, records.dtype)
         self.file = None
         if lane_words is None and plan.gather_stride == 1:
-            from pimrl.data.format import DROP_MAPPED_BYTES, mapped_file
+            from pimrl.data.format import DROP_MAPPED_BYTES
+            from pimrl.data.mapping import mapped_file
 
             where = mapped_file(records) if records.nbytes > DROP_MAPPED_BYTES else None
             if where is not None:       # a large file's mapping: read with pread instead
@@ -286,7 +287,8 @@ class WindowStream:
             self.file.close()
 
     def push(self, w: int) -> None:
-        from pimrl.data.format import DROP_MAPPED_BYTES, drop_mapped_pages
+        from pimrl.data.format import DROP_MAPPED_BYTES
+        from pimrl.data.mapping import drop_mapped_pages
         from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 
         cont, epochs, n_records = self._fields
