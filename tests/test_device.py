@@ -108,3 +108,43 @@ def test_device_choices_are_checked():
     with pytest.raises(ValueError, match="own:2: state-owned learning runs on the simulator"):
         PimTrainer(LearnerParams(epochs=2), n_dpus=2, kernel="c", aggregate="own:2",
                    device="upmem").fit(RECORDS, ENV.n_states, ENV.n_actions)
+
+
+ONLINE = ["train", "--online", "--env", "FrozenLake-v1", "--dpus", "5", "--tasklets", "4",
+          "--steps", "600", "--json"]
+
+
+@pytest.mark.needs_sdk_standin
+@pytest.mark.parametrize("extra", [["--aggregate", "sync:3"],
+                                   ["--aggregate", "sync:2:weighted", "--force-mram",
+                                    "--algo", "sarsa", "--dtype", "int32"]])
+def test_online_on_upmem_matches_the_simulator_bit_for_bit(use_sdk_standin, capsys, tmp_path,
+                                                           extra):
+    """``pimrl train --online --device upmem``: kernels/online.c built by the compiler on
+    PATH, driven through nothing but the SDK's DpuSet (copies at offsets of symbols, exec),
+    learns the simulator's tables bit for bit (tables in WRAM, and in MRAM), with measured
+    times only."""
+    assert main(ONLINE + extra + ["--save-q", str(tmp_path / "sim.npy")]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    sdk = use_sdk_standin()
+    assert main(ONLINE + extra + ["--device", "upmem", "--save-q", str(tmp_path / "up.npy")]) == 0
+    up = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "sim.npy").read_bytes() == (tmp_path / "up.npy").read_bytes()
+    made = [c for c in sdk.CALLS if c[0] == "DpuSet"]
+    assert len(made) == 1 and "upmem" in made[0][1]["binary"] and made[0][1]["nr_dpus"] == 5
+    assert [c[0] for c in sdk.CALLS].count("exec") == len(sim["rounds"])
+    assert up["kernel"] == "c" and up["device"] == "upmem" and up["time_kind"] == "measured"
+    assert "modelled_s" not in up and "time_to_quality_modelled_s" not in up
+    assert up["measured_total_s"] == pytest.approx(sum(up["measured_s"][c] for c in CATEGORIES))
+    assert all("measured_s" in r and "modelled_s" not in r for r in up["rounds"])
+    for key in ("env_steps", "episodes", "saturations", "evaluation", "layout"):
+        assert up[key] == sim[key], key
+    for refused, needle in ((["--executor", "dask"], "runs kernels/online.c (--kernel c)"),
+                            (["--checkpoint", str(tmp_path / "ck")],
+                             "--checkpoint: runs on the simulator in this process only")):
+        assert main(ONLINE + ["--device", "upmem", *refused]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and len(err.splitlines()) == 1
+    assert main(ONLINE[:-1] + ["--device", "upmem"]) == 0         # the text report
+    text = capsys.readouterr().out
+    assert "measured" in text and "modelled" not in text

@@ -254,7 +254,8 @@ def run_online(args, holder: dict | None = None) -> int:
     out = {"mode": "online", "agents": args.agents, "env_id": env0.env_id if not args.map_per_dpu
            else f"{args.env} with seed=d on DPU d", "dpus": n, "tasklets": args.tasklets,
            "steps_per_dpu": args.steps, "aggregate": args.aggregate, "kernel": args.kernel,
-           "hardware": hw.name, "params": base.as_dict(), "tolerance": args.tolerance}
+           "hardware": "UPMEM (real DPUs)" if args.device != "simulator" else hw.name,
+           "device": args.device, "params": base.as_dict(), "tolerance": args.tolerance}
     evals = []
     q_star = None
     if not independent and not args.no_eval:
@@ -283,6 +284,19 @@ def run_online(args, holder: dict | None = None) -> int:
         if holder is not None:
             holder["ck"] = checkpoint
             checkpoint.interrupted = holder.get("early")   # a signal before now: first boundary
+    if args.device != "simulator":
+        from pimrl.devices import DeviceError, dpu_package
+
+        try:
+            dpu_package(args.device)      # the SDK's package, or a clear error, before any build
+        except DeviceError as exc:
+            raise UserError(str(exc)) from None
+        if args.kernel == args.pim_defaults["kernel"]:
+            args.kernel = "c"              # real DPUs run the C kernel
+        if args.kernel != "c" or args.executor != "local" or checkpoint is not None:
+            raise UserError(f"--device {args.device}: runs kernels/online.c (--kernel c) on this "
+                            "machine's DPUs (--executor local, no --checkpoint)")
+        out["kernel"] = args.kernel
     from pimrl.pim.distributed import placement_for
 
     with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
@@ -292,7 +306,8 @@ def run_online(args, holder: dict | None = None) -> int:
         trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets,
                                 aggregate=args.aggregate, agents=args.agents, hardware=hw,
                                 kernel=args.kernel, force_mram=args.force_mram,
-                                checkpoint=checkpoint, placement=placement)
+                                checkpoint=checkpoint, placement=placement,
+                                device=args.device)
         trainer.fit(envs, args.steps, on_round=on_round)
     out["executor"] = args.executor
     if hasattr(trainer, "worker_transfers_"):
@@ -303,9 +318,12 @@ def run_online(args, holder: dict | None = None) -> int:
     out.update(trainer.timings_.as_dict())
     out["layout"] = {"q_table": "WRAM" if L.q_in_wram else "MRAM",
                      "env_table": "WRAM" if L.env_in_wram else "MRAM"}
+    # simulated DPUs: modelled times; real ones (--device upmem): the host's clock
+    kind = "measured" if args.device != "simulator" else "modelled"
+    out["time_kind"] = kind
     out["env_steps"] = trainer.env_steps_
-    out["env_steps_per_modelled_s"] = trainer.env_steps_ / out["modelled_total_s"]
-    out["kernel_env_steps_per_modelled_s"] = trainer.env_steps_ / out["modelled_s"]["dpu_kernel"]
+    out[f"env_steps_per_{kind}_s"] = trainer.env_steps_ / out[f"{kind}_total_s"]
+    out[f"kernel_env_steps_per_{kind}_s"] = trainer.env_steps_ / out[f"{kind}_s"]["dpu_kernel"]
     c = trainer.counters_
     from pimrl.online.kernels import OC
 
@@ -314,7 +332,7 @@ def run_online(args, holder: dict | None = None) -> int:
     out["rounds"] = trainer.rounds_
     if not independent:
         reached = [row for row in trainer.rounds_ if row.get("optimal")]
-        out["time_to_quality_modelled_s"] = reached[0]["modelled_s"] if reached else None
+        out[f"time_to_quality_{kind}_s"] = reached[0][f"{kind}_s"] if reached else None
         out["steps_to_quality_per_dpu"] = reached[0]["steps_per_dpu"] if reached else None
         # Stricter: the first round from which the policy is Q*-greedy wherever it goes.
         strict = None
@@ -322,7 +340,7 @@ def run_online(args, holder: dict | None = None) -> int:
             if row.get("suboptimal_states", 1) != 0:
                 break
             strict = row
-        out["time_to_optimal_policy_modelled_s"] = strict["modelled_s"] if strict else None
+        out[f"time_to_optimal_policy_{kind}_s"] = strict[f"{kind}_s"] if strict else None
         if evals:
             out["evaluation"] = evals[-1]
     else:
@@ -393,13 +411,16 @@ def print_online(out: dict) -> None:
           f"seed={p['seed']}; {out['steps_per_dpu']} steps per DPU, aggregate {out['aggregate']}")
     print(f"tables    Q-table in {out['layout']['q_table']}, environment table in "
           f"{out['layout']['env_table']}")
-    m = out["modelled_s"]
+    kind = out.get("time_kind", "modelled")
+    m = out[f"{kind}_s"]
     print("  time category          ms   kind")
     for key, label in (("cpu_dpu", "CPU-DPU"), ("dpu_kernel", "DPU kernel"),
                        ("inter_dpu", "Inter-DPU"), ("dpu_cpu", "DPU-CPU")):
-        print(f"  {label:<14}{m[key] * 1e3:10.3f}   modelled")
-    print(f"  {'total':<14}{out['modelled_total_s'] * 1e3:10.3f}   modelled")
-    print(f"  {'simulation':<14}{out['measured_s']['simulation_wall'] * 1e3:10.3f}   measured (simulator wall clock)")
+        print(f"  {label:<14}{m.get(key, 0.0) * 1e3:10.3f}   {kind}")
+    print(f"  {'total':<14}{out[f'{kind}_total_s'] * 1e3:10.3f}   {kind}")
+    if "simulation_wall" in out["measured_s"]:
+        print(f"  {'simulation':<14}{out['measured_s']['simulation_wall'] * 1e3:10.3f}   "
+              "measured (simulator wall clock)")
     if "worker_transfers" in out:
         w = out["worker_transfers"]
         print(f"  {'worker traffic':<14}{w['transfer_measured_s'] * 1e3:10.3f}   measured: "
@@ -407,8 +428,8 @@ def print_online(out: dict) -> None:
               f"process and {len(w['workers'])} Dask workers (not a PIM time; DPUs per worker: "
               f"{', '.join(map(str, w['dpus_per_worker']))})")
     print(f"throughput {out['env_steps']} environment steps, {out['episodes']} episodes ended: "
-          f"{out['env_steps_per_modelled_s'] / 1e6:.1f} M steps per modelled second "
-          f"(kernel only {out['kernel_env_steps_per_modelled_s'] / 1e6:.1f} M)")
+          f"{out[f'env_steps_per_{kind}_s'] / 1e6:.1f} M steps per {kind} second "
+          f"(kernel only {out[f'kernel_env_steps_per_{kind}_s'] / 1e6:.1f} M)")
     if "cpu_baseline" in out:
         c = out["cpu_baseline"]
         print(f"CPU baseline ({c['threads']} threads, same work): "
@@ -417,22 +438,23 @@ def print_online(out: dict) -> None:
     if p["dtype"] == "int32":
         print(f"fixed-point saturations: {out['saturations']}")
     if out["agents"] == "shared":
-        print("\nround  steps/DPU   modelled ms   success   mean return   >= optimum   "
+        print(f"\nround  steps/DPU   {kind:>8} ms   success   mean return   >= optimum   "
               "non-Q*-greedy reachable states")
         for r in out["rounds"]:
             if "success_rate" in r:
-                print(f"{r['round']:5d} {r['steps_per_dpu']:10d} {r['modelled_s'] * 1e3:13.3f} "
+                print(f"{r['round']:5d} {r['steps_per_dpu']:10d} {r[f'{kind}_s'] * 1e3:13.3f} "
                       f"{r['success_rate']:9.4f} {r['mean_return']:13.4f}   "
                       f"{'yes' if r['optimal'] else 'no':>10}   {r['suboptimal_states']:6d}")
         if "evaluation" in out:
             e = out["evaluation"]
             print(f"optimum: success {e['optimal_success_rate']:.4f}, mean return "
                   f"{e['optimal_mean_return']:.4f} (exact, horizon {e['horizon']})")
-            t = out["time_to_quality_modelled_s"]
-            print("time to quality: " + (f"{t * 1e3:.3f} ms modelled ({out['steps_to_quality_per_dpu']} "
-                                         f"steps per DPU)" if t is not None else "not reached"))
-            t = out["time_to_optimal_policy_modelled_s"]
-            print("Q*-greedy wherever it goes from then on: " + (f"{t * 1e3:.3f} ms modelled"
+            t = out[f"time_to_quality_{kind}_s"]
+            print("time to quality: " + (f"{t * 1e3:.3f} ms {kind} "
+                                         f"({out['steps_to_quality_per_dpu']} steps per DPU)"
+                                         if t is not None else "not reached"))
+            t = out[f"time_to_optimal_policy_{kind}_s"]
+            print("Q*-greedy wherever it goes from then on: " + (f"{t * 1e3:.3f} ms {kind}"
                                                                  if t is not None else "not reached"))
     else:
         a = out["agents_result"]

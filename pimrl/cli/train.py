@@ -163,8 +163,7 @@ def register(subparsers) -> None:
     add_online_arguments(p)
     # --online refuses these (rather than ignore them) when given a value of their own
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
-               "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--device",
-               "--max-memory",
+               "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--max-memory",
                "--host-threads", "--mram-window")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",

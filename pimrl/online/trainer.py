@@ -11,6 +11,7 @@ aggregated: the result is one table per DPU.
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from pimrl.online.envtable import dpu_env
 from pimrl.online.params import OnlineParams
 from pimrl.partition import even_bounds
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.pim.cost import CATEGORIES
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.online.program import OnlineProgram
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
@@ -94,11 +96,17 @@ class OnlineTrainer:
     :class:`~pimrl.pim.distributed.DaskPlacement` spreads its ranks over Dask workers, with
     the same tables and modelled times; ``worker_transfers_`` then gives the bytes and
     measured wall time of the traffic with the workers (never a PIM time).
+
+    ``device="upmem"`` runs ``kernels/online.c`` (``kernel="c"``), built by the UPMEM SDK's
+    compiler, on real DPUs through the SDK's ``dpu`` package (:mod:`pimrl.online.device`):
+    ``timings_.measured_s`` holds each phase's host wall clock, nothing is modelled, and the
+    rounds carry ``measured_s`` where the simulator's carry ``modelled_s``.
     """
 
     def __init__(self, params, n_dpus: int = 64, tasklets: int = 16, aggregate: str = "mean",
                  agents: str = "shared", hardware: Hardware | str = "upmem-2556",
-                 kernel="numba", force_mram: bool = False, checkpoint=None, placement=None):
+                 kernel="numba", force_mram: bool = False, checkpoint=None, placement=None,
+                 device: str = "simulator"):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -111,6 +119,7 @@ class OnlineTrainer:
         self.checkpoint = checkpoint
         # placement(n_dpus, hw): a DPU set elsewhere (pimrl.pim.distributed.DaskPlacement)
         self.placement = placement
+        self.device = device        # a key of pimrl.devices.DEVICES
 
     def fit(self, envs, steps: int, on_round=None) -> "OnlineTrainer":
         t_start = time.perf_counter()
@@ -150,21 +159,48 @@ class OnlineTrainer:
                                  f"has {e.shape}, {denvs[0].env_id} has {shape}")
         S, A, K = shape
         M = max(e.n_start for e in denvs)
+        from pimrl.devices import DEVICES
+
+        if self.device not in DEVICES:
+            raise ValueError(f"unknown device {self.device!r}; use {' or '.join(DEVICES)}")
+        real = self.device != "simulator"
+        if real and (self.kernel != "c" or self.placement is not None
+                     or self.checkpoint is not None):
+            raise ValueError(f"--device {self.device} runs kernels/online.c (--kernel c) on this "
+                             "machine's DPUs: no Dask placement, no checkpoint")
         if self.placement is not None and self.kernel != "numba":
             raise ValueError(f"--kernel {self.kernel}: a DPU set on Dask workers runs the numba "
                              "kernel only")
         if self.placement is not None and self.checkpoint is not None:
             raise ValueError("--checkpoint: runs on the simulator in this process only "
                              "(--executor local)")
-        factory = ONLINE_KERNELS.get(self.kernel, self.kernel)
-        if not callable(factory):
-            raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(ONLINE_KERNELS)}")
-        program = factory(p0.variant, S, A, K, M, self.tasklets, hw,
-                          count_visits=spec.needs_visits, force_mram=self.force_mram)
-        L = program.layout
+        if real:        # the SDK's package first: a wrong one is reported before any build
+            from pimrl.devices import dpu_package
+            from pimrl.online.device import SdkOnlineSet, build_online_with_compiler
+            from pimrl.online.program import online_layout
 
-        dpus = dpu_alloc(n, machine=Machine(hw)) if self.placement is None else \
-            self.placement(n, hw)
+            sdk = dpu_package(self.device)
+            layout = online_layout(S, A, K, M, self.tasklets, hw, spec.needs_visits,
+                                   self.force_mram)
+            binary = build_online_with_compiler(p0.variant, layout)
+            program = SimpleNamespace(layout=layout, path=binary, name=f"{p0.variant.name}-upmem")
+            dpus = SdkOnlineSet(sdk, n, binary)
+        else:
+            factory = ONLINE_KERNELS.get(self.kernel, self.kernel)
+            if not callable(factory):
+                raise ValueError(f"unknown kernel {self.kernel!r}; use "
+                                 f"{' or '.join(ONLINE_KERNELS)}")
+            program = factory(p0.variant, S, A, K, M, self.tasklets, hw,
+                              count_visits=spec.needs_visits, force_mram=self.force_mram)
+            dpus = dpu_alloc(n, machine=Machine(hw)) if self.placement is None else \
+                self.placement(n, hw)
+        L = program.layout
+        time_key = "measured_s" if real else "modelled_s"
+
+        def elapsed_s(ledger):
+            if real:
+                return sum(ledger.measured_s.get(c, 0.0) for c in CATEGORIES)
+            return ledger.modelled_total_s
         counters = np.zeros((n, len(kernels.ONLINE_COUNTERS)), dtype=np.int64)
         rounds = []
         try:
@@ -244,7 +280,7 @@ class OnlineTrainer:
                         with dpus.phase("inter_dpu"):
                             self._broadcast_q(dpus, L, float_to_raw(q, p0.dtype, p0.frac_bits))
                 row = {"round": r + 1, "steps_per_dpu": done, "env_steps": done * n,
-                       "modelled_s": dpus.alloc.ledger.modelled_total_s}
+                       time_key: elapsed_s(dpus.alloc.ledger)}
                 if on_round is not None:
                     t0 = time.perf_counter()
                     row.update(on_round(r, q, dpus.alloc.ledger) or {})
@@ -259,7 +295,8 @@ class OnlineTrainer:
         self.timings_ = dpus.alloc.ledger
         self.timings_.measure("host_aggregation", agg_s)
         self.timings_.measure("host_evaluation", eval_s)
-        self.timings_.measure("simulation_wall", time.perf_counter() - t_start)
+        self.timings_.measure("run_wall" if real else "simulation_wall",
+                              time.perf_counter() - t_start)
         self.counters_ = counters
         self.rounds_ = rounds
         self.program_ = program
