@@ -529,20 +529,9 @@ def test_modes_table_has_a_block_per_aggregator():
         ("own:20", "rows", "3.0x"), ("own:20", "ring", "1.0x")]
 
 
-ONE_ROW = """
-[study]
-name = "one"
-seed = 1
-
-[learner]
-epochs = 4
-
-[baselines]
-cpu = false
-
-[[sweep]]
+# MODES's study with one sweep of one row: SwiftRL's averaging in 4 rounds
+ONE_ROW = MODES[: MODES.index("[[sweep]]")] + """[[sweep]]
 name = "strong"
-kind = "strong"
 envs = ["FrozenLake-v1"]
 transitions = 3000
 dpus = [4]

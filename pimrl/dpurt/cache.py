@@ -61,3 +61,36 @@ def cached_build(name: str, source: Path, depends=(), nr_tasklets: int | None = 
                  include_dirs=[KERNEL_DIR])
         os.replace(tmp, out)
     return out
+
+
+# ------------------------------------------------------------- builds by the SDK's compiler
+def sdk_compiler(compiler: str = "dpu-upmem-dpurte-clang") -> tuple:
+    """``(path, key)`` of the DPU compiler ``compiler`` on PATH (on a UPMEM machine the
+    SDK's), ``key`` naming it and its version (its file's modification time) for the build
+    cache; FileNotFoundError saying how to put it there."""
+    import shutil
+
+    found = shutil.which(compiler)
+    if found is None:
+        raise FileNotFoundError(f"{compiler}: not found on PATH (load the UPMEM SDK's "
+                                "environment: source <sdk>/upmem_env.sh)")
+    real = Path(found).resolve()
+    return found, f"{real}:{real.stat().st_mtime_ns}"
+
+
+def build_once(out: Path, line_for) -> Path:
+    """``out``, made by running the command ``line_for(tmp)`` (which writes ``tmp``) once:
+    built beside it and renamed into place, so a failed or interrupted build leaves none."""
+    import subprocess
+
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+        line = line_for(tmp)
+        done = subprocess.run(line, capture_output=True, text=True)
+        if done.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(f"{' '.join(line)} failed (exit {done.returncode}): "
+                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
+        os.replace(tmp, out)
+    return out

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,34 +28,21 @@ def build_online_with_compiler(variant, layout, opt: str = "-O2",
     """Build the online kernel for ``layout`` with the DPU compiler ``compiler`` on PATH (on
     a UPMEM machine the SDK's), once per sources, flags and compiler, under ``<kernel build
     folder>/upmem``; returns the binary's path."""
-    from pimrl.dpurt.cache import build_dir, sources_key
+    from pimrl.dpurt.cache import build_dir, build_once, sdk_compiler, sources_key
     from pimrl.online.cprogram import DEPENDS, SOURCE, header_is_current, online_defines
     from pimrl.resources import KERNEL_DIR
 
     if not header_is_current():
         raise RuntimeError("kernels/online_params.h does not match pimrl.learners.variants: "
                            "run python -m pimrl.online.cprogram --write-header")
-    found = shutil.which(compiler)
-    if found is None:
-        raise FileNotFoundError(f"{compiler}: not found on PATH (load the UPMEM SDK's "
-                                "environment: source <sdk>/upmem_env.sh)")
-    real = Path(found).resolve()
+    found, which = sdk_compiler(compiler)
     defs = online_defines(variant, layout)
     line_defs = [f"-DNR_TASKLETS={int(layout.tasklets)}", *(f"-D{k}={v}" for k, v in defs.items())]
-    key = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}:{sources_key([SOURCE, *DEPENDS])}:"
-                         f"{' '.join(line_defs)}:{opt}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{which}:{sources_key([SOURCE, *DEPENDS])}:{' '.join(line_defs)}:"
+                         f"{opt}".encode()).hexdigest()[:12]
     out = build_dir() / "upmem" / f"{variant.name}-t{layout.tasklets}-{key}"
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        line = [found, *line_defs, opt, "-I", str(KERNEL_DIR), "-o", str(tmp), str(SOURCE)]
-        done = subprocess.run(line, capture_output=True, text=True)
-        if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise RuntimeError(f"{' '.join(line)} failed (exit {done.returncode}): "
-                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
-        os.replace(tmp, out)
-    return out
+    return build_once(out, lambda tmp: [found, *line_defs, opt, "-I", str(KERNEL_DIR), "-o",
+                                        str(tmp), str(SOURCE)])
 
 
 class SdkOnlineSet:

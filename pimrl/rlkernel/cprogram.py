@@ -11,7 +11,6 @@ path's counted model.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
@@ -93,34 +92,20 @@ def build_kernel_with_compiler(n_states, n_actions, tasklets, algo, dtype, sampl
     """Build one variant with the DPU compiler ``compiler`` found on PATH (on a UPMEM machine
     the SDK's, which makes a DPU ELF binary), once per sources and compiler, under
     ``<kernel build folder>/upmem``; returns the binary's path."""
-    import shutil
-    import subprocess
+    from pimrl.dpurt.cache import build_once, sdk_compiler
 
     if not header_is_current():
         raise RuntimeError(f"{KERNEL_DIR / HEADER} does not match pimrl.learners.variants: run "
                            f"python -m pimrl.rlkernel.cprogram --write-header")
-    found = shutil.which(compiler)
-    if found is None:
-        raise FileNotFoundError(f"{compiler}: not found on PATH (load the UPMEM SDK's "
-                                "environment: source <sdk>/upmem_env.sh)")
-    real = Path(found).resolve()
-    key = hashlib.sha256(f"{real}:{real.stat().st_mtime_ns}:{sources_key([SOURCE, *DEPENDS])}".encode()).hexdigest()[:12]
+    found, which = sdk_compiler(compiler)
+    key = hashlib.sha256(f"{which}:{sources_key([SOURCE, *DEPENDS])}".encode()).hexdigest()[:12]
     mode = f"-{tasklet_mode}" if tasklet_mode != "ring" else ""
     out = build_dir() / "upmem" / (f"swiftrl-{algo}-{dtype}-{sampling}{mode}-s{n_states}"
                                    f"-a{n_actions}-t{tasklets}-b{block_bytes}"
                                    f"{'-v' if count_visits else ''}{opt.replace('-', '')}-{key}")
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        line = compiler_line(found, tmp, n_states, n_actions, tasklets, algo, dtype, sampling,
-                             block_bytes, count_visits, opt, tasklet_mode=tasklet_mode)
-        done = subprocess.run(line, capture_output=True, text=True)
-        if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise RuntimeError(f"{' '.join(line)} failed (exit {done.returncode}): "
-                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
-        os.replace(tmp, out)
-    return out
+    return build_once(out, lambda tmp: compiler_line(
+        found, tmp, n_states, n_actions, tasklets, algo, dtype, sampling, block_bytes,
+        count_visits, opt, tasklet_mode=tasklet_mode))
 
 
 class SwiftRlCProgram(DpuRtProgram):
