@@ -110,9 +110,11 @@ def test_usage_errors_are_one_line(capsys):
      ["max_steps", "[1, 10^6]"]),
     # item 7: options silently ignored
     (["train", "--online", "--env", "Taxi-v3", "--steps", "100", "--dpus", "2", "--device",
-      "upmem"], ["--device", "offline"]),
+      "upmem"], ["--device upmem", "pimrl's simulator, not the UPMEM SDK's"]),
     (["train", "--online", "--env", "Taxi-v3", "--steps", "100", "--dpus", "2", "--executor",
-      "dask"], ["--executor", "offline"]),
+      "dask", "--kernel", "c"], ["--kernel c", "numba kernel only"]),
+    (["train", "--online", "--env", "Taxi-v3", "--steps", "100", "--dpus", "2", "--partition",
+      "shuffle"], ["--partition", "offline"]),
     (["train", "--online", "--env", "FrozenLake-v1", "--steps", "100", "--dpus", "2", "--agents",
       "independent", "--aggregate", "sync:3"], ["--agents independent", "--aggregate sync:3"]),
     (["train", "--online", "--env", "FrozenLake-v1", "--steps", "100", "--tolerance", "nan"],

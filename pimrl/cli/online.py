@@ -297,12 +297,12 @@ def run_online(args, holder: dict | None = None) -> int:
             raise UserError(f"--device {args.device}: runs kernels/online.c (--kernel c) on this "
                             "machine's DPUs (--executor local, no --checkpoint)")
         out["kernel"] = args.kernel
+    if args.executor != "local" and args.kernel != "numba":     # before any worker starts
+        raise UserError(f"--kernel {args.kernel}: a DPU set on Dask workers runs the numba "
+                        "kernel only")
     from pimrl.pim.distributed import placement_for
 
     with placement_for(args.executor, args.workers, args.threads_per_worker) as placement:
-        if placement is not None and args.kernel != "numba":
-            raise UserError(f"--kernel {args.kernel}: a DPU set on Dask workers runs the numba "
-                            "kernel only")
         trainer = OnlineTrainer(params, n_dpus=n, tasklets=args.tasklets,
                                 aggregate=args.aggregate, agents=args.agents, hardware=hw,
                                 kernel=args.kernel, force_mram=args.force_mram,
