@@ -359,6 +359,8 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
         q = res.q
     else:
         runs = []
+        if len(records) < max(counts):          # before any run prints its progress line
+            raise UserError(f"{len(records)} transitions cannot feed {max(counts)} DPUs")
         from pimrl.energy import pim_run_energy
         from pimrl.pim.distributed import placement_for
 
