@@ -359,8 +359,13 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
         q = res.q
     else:
         runs = []
-        if len(records) < max(counts):          # before any run prints its progress line
+        # what every run would refuse, before the first prints its progress line
+        if len(records) < max(counts):
             raise UserError(f"{len(records)} transitions cannot feed {max(counts)} DPUs")
+        rounds = parse_aggregate(args.aggregate).rounds
+        if rounds > params.epochs:
+            raise UserError(f"{args.aggregate}: {rounds} rounds need at least as many epochs; "
+                            f"got {params.epochs}")
         from pimrl.energy import pim_run_energy
         from pimrl.pim.distributed import placement_for
 
