@@ -29,16 +29,18 @@ def train_plan(args, counts=None, hw=None) -> MemoryPlan | None:
     from pimrl.learners.variants import DEFAULT_TASKLET_MODE
 
     mode = (args.tasklet_mode or DEFAULT_TASKLET_MODE) if args.backend == "pim" else "ring"
-    try:
-        plan = plan_memory(n, s, a, backend=args.backend, n_dpus=counts or 1,
+
+    def plan_for(window):
+        return plan_memory(n, s, a, backend=args.backend, n_dpus=counts or 1,
                            tasklets=args.tasklets, aggregate=args.aggregate, algo=args.algo,
                            dtype=args.dtype, sampling=args.sampling, tasklet_mode=mode,
                            hardware=hw if hw is not None else args.hardware,
                            block_bytes=args.block_bytes, partition=args.partition,
                            source=source, device=args.device, executor=args.executor,
-                           partitions=args.partitions or args.threads,
-                           mram_window=getattr(args, "mram_window", None),
+                           partitions=args.partitions or args.threads, mram_window=window,
                            stride=getattr(args, "stride", None) or 4)
+    try:
+        plan = plan_for(getattr(args, "mram_window", None))
     except ValueError:          # parameters the run itself refuses, in its own words
         return None
     limit = getattr(args, "max_memory", None)
@@ -47,14 +49,8 @@ def train_plan(args, counts=None, hw=None) -> MemoryPlan | None:
         if why and args.backend == "pim" and getattr(args, "mram_window", None) is None:
             # windows hold each record once (the push buffer) where a whole push holds it
             # twice (and the MRAM): the largest window that fits the limit, if one does
-            fits = fitting_window(lambda w: plan_memory(
-                n, s, a, backend="pim", n_dpus=counts or 1, tasklets=args.tasklets,
-                aggregate=args.aggregate, algo=args.algo, dtype=args.dtype,
-                sampling=args.sampling, tasklet_mode=mode,
-                hardware=hw if hw is not None else args.hardware, block_bytes=args.block_bytes,
-                partition=args.partition, source=source, device=args.device,
-                executor=args.executor, mram_window=w, stride=args.stride or 4),
-                limit, args.tasklets, hw.mram_bytes if hw is not None else 64 << 20)
+            fits = fitting_window(plan_for, limit, args.tasklets,
+                                  hw.mram_bytes if hw is not None else 64 << 20)
             if fits is not None:
                 args.mram_window, plan, why = fits[0], fits[1], None
                 if not args.json:
