@@ -155,7 +155,7 @@ def most_tasklets(problem: Problem, mode: str, sampling: str) -> int:
     block, for the averaging kernel (``own:R`` is checked by its own run)."""
     from pimrl.learners.variants import Variant
     from pimrl.partition import SPLIT
-    from pimrl.rlkernel.program import fitting_block, wram_needed
+    from pimrl.rlkernel.layout import fitting_block, wram_needed
 
     p, hw, env = problem.params, problem.hw, problem.env
     top = min(hw.max_tasklets, SPLIT - 1 if mode == "rows" else hw.max_tasklets)
@@ -195,7 +195,7 @@ def lower_bound(problem: Problem, n: int):
         return problem.lower_bounds[n]
     from pimrl.pim.cost import parallel_transfer_seconds
     from pimrl.pim.energy import pim_energy
-    from pimrl.rlkernel.program import RECORD_BYTES
+    from pimrl.rlkernel.layout import RECORD_BYTES
 
     hw = problem.hw
     per = math.ceil(len(problem.records) / n) * RECORD_BYTES

@@ -219,7 +219,7 @@ def _pim_run(n, nq, n_states, n_actions, d, tasklets, spec, algo, dtype, samplin
              first, mram_window=None, stride=4):
     """The phases of one PimTrainer.fit on ``d`` DPUs."""
     from pimrl.learners.variants import PARAMS_WORDS, Variant
-    from pimrl.rlkernel.program import N_COUNTERS, fitting_block, wram_layout, wram_needed
+    from pimrl.rlkernel.layout import N_COUNTERS, fitting_block, wram_layout, wram_needed
 
     owned = spec.name == "own"
     longest = -(-n // d) if d else 0

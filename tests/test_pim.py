@@ -362,7 +362,7 @@ def test_sync_weighted_rounds_equal_host_replica():
 def test_kernel_faults_on_bad_records_and_parameters():
     """The kernel trusts nothing a host program wrote: bad records or parameters fault the
     DPU with a report instead of corrupting memory."""
-    from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS
+    from pimrl.learners.variants import PARAMS_WORDS, P_N_RECORDS
 
     p = LearnerParams()
     prog = RlProgram(S, A, 2, "q", "fp32", "seq", 256, get_hardware())
@@ -388,7 +388,7 @@ def test_kernel_reads_records_alike_from_mram_pages_and_wram_buffers(variant):
     written (it reads as zeros) copies each DMA into its WRAM buffers instead. Both ways learn
     the same table, streams and counters, bit for bit."""
     from pimrl.learners.variants import parse_variant
-    from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS
+    from pimrl.learners.variants import PARAMS_WORDS, P_N_RECORDS
 
     v = parse_variant(variant)
     p = LearnerParams(**v, epochs=2)

@@ -230,7 +230,7 @@ def test_headers_agree_with_python(shim, tmp_path):
     one copy of each (app.c keeps no stream or Q-format arithmetic of its own)."""
     from pimrl.learners import variants as P
     from pimrl.rlkernel import costs as kcost
-    from pimrl.rlkernel import program as rlprogram
+    from pimrl.rlkernel import layout
 
     build, env = shim
     app_src = (HOST / "app.c").read_text()
@@ -259,12 +259,12 @@ def test_headers_agree_with_python(shim, tmp_path):
             ("policy_max_fx", "POLICY_MAX_FX"), ("policy_mean_f32_bits", "POLICY_MEAN32"),
             ("policy_mean_fx", "POLICY_MEAN_FX"))},
         "SWIFTRL_P_POLICY_MEAN_FX": P.P_POLICY_MEAN_FX,
-        "SWIFTRL_P_N_RECORDS": rlprogram.P_N_RECORDS,
-        "offsetof(swiftrl_params_t, n_records) / 8": rlprogram.P_N_RECORDS,
-        "SWIFTRL_PARAMS_WORDS": rlprogram.PARAMS_WORDS,
-        "sizeof(swiftrl_params_t)": 8 * rlprogram.PARAMS_WORDS,
-        "SWIFTRL_RECORD_BYTES": rlprogram.RECORD_BYTES,
-        "sizeof(swiftrl_transition_t)": rlprogram.RECORD_BYTES,
+        "SWIFTRL_P_N_RECORDS": P.P_N_RECORDS,
+        "offsetof(swiftrl_params_t, n_records) / 8": P.P_N_RECORDS,
+        "SWIFTRL_PARAMS_WORDS": P.PARAMS_WORDS,
+        "sizeof(swiftrl_params_t)": 8 * P.PARAMS_WORDS,
+        "SWIFTRL_RECORD_BYTES": layout.RECORD_BYTES,
+        "sizeof(swiftrl_transition_t)": layout.RECORD_BYTES,
         "SWIFTRL_N_COUNTERS": len(kcost.COUNTERS),
         **{f"SWIFTRL_C_{n}": i for i, n in enumerate(counters)},
         "SWIFTRL_ALGO_Q": P.ALGO.code("q"), "SWIFTRL_ALGO_SARSA": P.ALGO.code("sarsa"),

@@ -1,5 +1,5 @@
 """The arithmetic of the compiled learners (:mod:`pimrl.learners.kernels`) and of the
-simulator's DPU kernel (:mod:`pimrl.rlkernel.program`): LLVM intrinsics that keep rare paths
+simulator's DPU kernel (:mod:`pimrl.rlkernel.launch`): LLVM intrinsics that keep rare paths
 off the hot path, Q-format saturating arithmetic (docs/design.md's rounding), a row's max and
 a flat array viewed as a table. Every helper is inlined into its caller, where the flags are
 compile-time constants.

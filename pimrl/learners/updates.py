@@ -1,5 +1,5 @@
 """The update rules shared by the compiled learners (:mod:`pimrl.learners.kernels`) and the
-simulator's DPU kernel (:mod:`pimrl.rlkernel.program`): the bootstrap value, the target and
+simulator's DPU kernel (:mod:`pimrl.rlkernel.launch`): the bootstrap value, the target and
 the step of Q[s, a] toward it (FP32 and Q format), their variants under state ownership
 (docs/state-owned.md) and under tasklet mode ``rows`` (docs/design.md). Flags are
 compile-time constants in every caller; every helper is inlined into it.
@@ -204,7 +204,7 @@ def rows_source(own_row, s2, fresh_lo, fresh_hi, owned):
 # inlined helper before it drops the dead ones, and with one helper for both Q format's values
 # beside FP32's unified to float64 (the simulator's loop ran 1.9x slower). The simulator's
 # DPU kernel writes the same update out with its flags as captured constants, faster still
-# (pimrl/rlkernel/program.py); the tests hold the two bit for bit to the reference.
+# (pimrl/rlkernel/launch.py); the tests hold the two bit for bit to the reference.
 @njit(cache=True, inline="always")
 def update_rows_f32(q, snap_v, snap_q, s, a, r, s2, b, term, own_row, fresh_lo, fresh_hi, v,
                     is_q, draw, owned, snap_rows, eg, w, w_lo, cmean, cmax, eps, alpha, gamma, x):

@@ -5,7 +5,7 @@ parameter words are laid out.
 A variant is one choice on each axis: algorithm x dtype x sampling order x SARSA's next
 action. Every backend takes its variants from here: the reference learner and the CPU
 baseline (:mod:`pimrl.learners.kernels`, one compiled loop per variant), the simulator's
-numba DPU kernel (``pimrl.rlkernel.program``), the GPU baseline, the UPMEM C kernel (its ``-D``
+numba DPU kernel (``pimrl.rlkernel.launch``), the GPU baseline, the UPMEM C kernel (its ``-D``
 flags: :meth:`Variant.c_defines`) and ``host/app.c`` (through ``kernels/swiftrl_variants.h``,
 generated from :func:`c_header` by ``python -m pimrl.rlkernel.cprogram --write-header``; a
 test keeps it current).

@@ -1,7 +1,10 @@
 """The DPU side of SwiftRL's Q-learning and SARSA: the program every DPU runs.
 
-- :mod:`pimrl.rlkernel.program`: the DPU program, built into the simulator as a numba kernel
-  per variant and tasklet mode;
+- :mod:`pimrl.rlkernel.program`: the DPU program built into the simulator (WRAM symbols,
+  parameter checks, launch, cycles);
+- :mod:`pimrl.rlkernel.launch`: its launch kernel, compiled with numba per variant and
+  tasklet mode; :mod:`pimrl.rlkernel.mram`: how a DPU finds its records in MRAM;
+- :mod:`pimrl.rlkernel.layout`: its memory layout and limits (WRAM globals, records, DMA);
 - :mod:`pimrl.rlkernel.cprogram`: the same program in UPMEM C (``kernels/swiftrl.c``), built
   and run by the DPU runtime;
 - :mod:`pimrl.rlkernel.costs`: what its work costs on a DPU (the cost model's operations);

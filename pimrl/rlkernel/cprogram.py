@@ -123,7 +123,7 @@ class SwiftRlCProgram(DpuRtProgram):
         self.name = f"swiftrl-c-{algo}-{dtype}-{sampling}-t{tasklets}" + (
             f"-{tasklet_mode}" if tasklet_mode != "ring" else "")
         if hardware is not None and self.wram_used + tasklets * block_bytes > hardware.wram_bytes:
-            from pimrl.rlkernel.program import wram_advice
+            from pimrl.rlkernel.layout import wram_advice
 
             variant = Variant(algo, dtype, sampling, bootstrap=bootstrap, tasklet_mode=tasklet_mode)
             raise ValueError(

@@ -106,7 +106,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
 
     from pimrl.pim.hardware import get_hardware
     from pimrl.learners.variants import Variant
-    from pimrl.rlkernel.program import RECORD_BYTES, wram_needed
+    from pimrl.rlkernel.layout import RECORD_BYTES, wram_needed
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
     from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
     from pimrl.swiftrl.records import dpu_record_matrix, rows_layout

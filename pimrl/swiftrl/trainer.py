@@ -15,13 +15,14 @@ import numpy as np
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import check_records
-from pimrl.learners.variants import P_EPOCHS, P_SAMPLING, SAMPLING
+from pimrl.learners.variants import P_EPOCHS, P_N_RECORDS, P_SAMPLING, PARAMS_WORDS, SAMPLING
 from pimrl.partition import even_bounds
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 from pimrl.registry import Registry
 from pimrl.rlkernel import costs as kcost
-from pimrl.rlkernel.program import PARAMS_WORDS, P_N_RECORDS, RECORD_BYTES, RlProgram
+from pimrl.rlkernel.layout import RECORD_BYTES
+from pimrl.rlkernel.program import RlProgram
 from pimrl.rng import lane_seeds
 from pimrl.swiftrl.dpus import (
     DEVICES, DpuPackageSet, SystemSetDpus, check_resumable, dpu_package,
@@ -326,9 +327,9 @@ class PimTrainer:
 
     def block_for(self, n_states, n_actions, hw, count_visits, bootstrap="table") -> int:
         """The DMA block of this run (sets ``block_``): ``block_bytes``, or when None the
-        largest that fits (:func:`pimrl.rlkernel.program.fitting_block`)."""
+        largest that fits (:func:`pimrl.rlkernel.layout.fitting_block`)."""
         from pimrl.learners.variants import Variant
-        from pimrl.rlkernel.program import fitting_block
+        from pimrl.rlkernel.layout import fitting_block
 
         if self.block_bytes is not None:
             self.block_ = int(self.block_bytes)

@@ -25,7 +25,7 @@ from numba import njit
 from pimrl.learners.fixedpoint import fixed_value
 from pimrl.parallel import run_ranges
 
-from pimrl.rlkernel.program import RECORD_BYTES
+from pimrl.rlkernel.layout import RECORD_BYTES
 
 
 @dataclass
