@@ -1,4 +1,4 @@
-"""How the DPU runtime prices x86 instructions by operand width (pimrl/dpurt/instrument.py).
+"""How the DPU runtime prices x86 instructions by operand width (pimrl/dpurt/x86.py).
 
 The width of an emulated multiply or division comes from the mnemonic's size suffix (``l``
 32-bit, ``q`` 64-bit) or, without one, from its register operands, never from the 64-bit
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from pimrl.dpurt import cc
-from pimrl.dpurt.instrument import classify, instrument, operand_bits, split_operands
+from pimrl.dpurt.instrument import instrument
+from pimrl.dpurt.x86 import classify, operand_bits, split_operands
 from pimrl.pim.hardware import get_hardware
 
 #: Address registers as a block that indexes memory with them has them.

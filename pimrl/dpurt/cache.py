@@ -22,8 +22,7 @@ def linked_sources() -> list:
     :func:`pimrl.dpurt.cc.build`: the runtime and its linker script, the DPU headers, the
     system library (``host/dpurt/lib/*.c``, linked into every program), and the compiler
     driver and instrumenter that turn them into code."""
-    return [cc.RUNTIME_SRC, cc.LINKER_SCRIPT, Path(cc.__file__),
-            Path(cc.__file__).with_name("instrument.py"),
+    return [cc.RUNTIME_SRC, cc.LINKER_SCRIPT, *cc.TOOL_SOURCES,
             *sorted(cc.INCLUDE.glob("*.h")), *sorted(cc.SYSLIB_SRC.glob("*.c"))]
 
 

@@ -45,6 +45,10 @@ LINKER_SCRIPT = REPO / "host" / "dpurt" / "src" / "dpurt.ld"
 #: program uses, as from the SDK's runtime library).
 SYSLIB_SRC = REPO / "host" / "dpurt" / "lib"
 ABI = 4
+#: The Python that turns DPU C into code (this driver, the instrumenter and its x86 pricing):
+#: part of every build cache's key.
+TOOL_SOURCES = [Path(__file__), Path(__file__).with_name("instrument.py"),
+                Path(__file__).with_name("x86.py")]
 #: The SDK's limits, checked at build time as its compiler and linker do.
 MAX_TASKLETS = 24
 
@@ -132,8 +136,7 @@ def syslib_archive(verbose=False) -> Path:
     """The system library (host/dpurt/lib/*.c), instrumented, as a static archive (cached
     per source version)."""
     h = hashlib.sha256(host_cc().encode() + b"abi%d" % ABI)
-    for f in sorted(SYSLIB_SRC.glob("*.c")) + sorted(INCLUDE.glob("*.h")) + [
-            Path(__file__).with_name("instrument.py"), Path(__file__)]:
+    for f in sorted(SYSLIB_SRC.glob("*.c")) + sorted(INCLUDE.glob("*.h")) + TOOL_SOURCES:
         h.update(f.name.encode() + f.read_bytes())
     out = cache_dir() / f"libdpusys-{h.hexdigest()[:16]}.a"
     if out.exists():

@@ -55,7 +55,7 @@ enum { G_ABSENT, G_CLEAN, G_DIRTY };    /* a granule: no access / read-only / re
 #define STATE __attribute__((section("dpurt_state")))
 
 /* ------------------------------------------------------------------ shared with Python */
-struct dpurt_config {                   /* pimrl/dpurt/program.py: _Config */
+struct dpurt_config {                   /* pimrl/dpurt/copies.py: Config */
     int64_t abi;
     uint8_t *image;                     /* .data .. end of .bss of this copy */
     int64_t image_size;
@@ -79,7 +79,7 @@ struct dpurt_config {                   /* pimrl/dpurt/program.py: _Config */
     double cost_perfcounter;
 };
 
-struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
+struct dpurt_result {                   /* pimrl/dpurt/copies.py: Result */
     int64_t slot;
     int64_t fault_tasklet;              /* -1: no fault */
     char fault_reason[512];
@@ -103,7 +103,7 @@ struct dpurt_result {                   /* pimrl/dpurt/program.py: _Result */
     int64_t ran;                        /* 0: not run (the launch was stopped before its turn) */
 };
 
-struct dpurt_launch {                   /* pimrl/dpurt/program.py: _Launch */
+struct dpurt_launch {                   /* pimrl/dpurt/copies.py: Launch */
     int64_t n;
     int64_t *slots;
     uint8_t *wram;
