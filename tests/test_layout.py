@@ -244,3 +244,15 @@ def test_every_registry_is_one_registry_type():
                 KERNELS):
         assert isinstance(reg, Registry), reg
         assert list(reg) and all(desc for _, desc in reg.describe()), reg.title
+
+
+#: The most lines a module of ``pimrl/`` or ``dpu/`` may have: past it, a room holds more than
+#: one concept and is split (docs/extending.md).
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines():
+    roots = (PKG, PKG.parent / "dpu")
+    long = {str(p.relative_to(PKG.parent)): n for root in roots for p in root.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"split these modules: {long}"
