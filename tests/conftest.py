@@ -1,6 +1,7 @@
 import functools
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +74,11 @@ REQUIREMENTS = {
 
 
 def pytest_configure(config):
+    # A shell starts a background job (``make test &``, ``nohup``) with SIGINT ignored, and
+    # every process it starts inherits that: the tests that press Ctrl-C on a child (the
+    # DPU runtime's, the shim's, Dask's) would see it ignored. Ctrl-C as in a terminal.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     for name, (description, _) in REQUIREMENTS.items():
         config.addinivalue_line("markers", f"{name}: needs {description}; skipped without")
 
