@@ -18,7 +18,7 @@ demo: $(STAMP)
 
 ## test: the whole test suite (what CI runs)
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --durations=30
 
 ## test-fast: the day-to-day subset: everything but the tests marked slow
 test-fast: $(STAMP)

@@ -130,6 +130,19 @@ def random_records(n, n_states, n_actions, seed=0, p_terminal=0.1, reward_range=
     return rec
 
 
+def small_machine(**over):
+    """A simulated machine of 3 ranks (two DPUs faulty): small allocations' rules."""
+    from pimrl.pim.hardware import get_hardware
+    from pimrl.pim.system import Machine
+
+    return Machine(get_hardware("upmem-2556", {"n_ranks": 3, "n_faulty_dpus": 2, **over}))
+
+
+def code(exc_info):
+    """The SDK error code of a ``pytest.raises(DpuError)``."""
+    return exc_info.value.code
+
+
 @pytest.fixture
 def records_small():
     return random_records(1237, 11, 4, seed=7)
