@@ -182,18 +182,27 @@ def _compiled_kernels(taxi_file):
 #: the pool then grows as written. Twice the need, so that the test checks the plan's order
 #: of size, not the allocator's moods.
 VIRTUAL_MARGIN = 768 * MiB
+#: How far the resident set of one and the same run moves with the page cache: a shared
+#: library counts as far as it is mapped, and a fault maps a whole folio of a file's cached
+#: pages. LLVM's libllvmlite.so (170 MiB) measured 68 MiB resident in a run from a venv
+#: installed hours before, 102 MiB from one just installed (as CI's is), the run otherwise
+#: byte for byte the same (209 against 166 MiB in all; /proc/self/smaps). The plan's baseline
+#: cannot know it; a small run (167 MiB planned) is held to this, a large one to 20 %.
+SHARED_LIBRARY_SLACK = 48 * MiB
 
 
 def test_small_run_fits_its_plan_under_an_address_space_limit(taxi_file, _compiled_kernels):
     """A run accepted by its plan runs under RLIMIT_AS = plan + the address space numba and
     LLVM reserve (the limit counts virtual memory, so the margin is generous: it checks that
     nothing outside the plan's order of size is touched, not the plan's precision); and the
-    measured peak resident set lies within 20 % of the plan."""
+    measured peak resident set lies within 20 % of the plan, or SHARED_LIBRARY_SLACK."""
     args = [str(taxi_file), "--backend", "pim", "--dpus", "64", "--epochs", "1"]
     plan = plan_memory(20_000, S, A, n_dpus=64)
     got = _train(args, plan.total + VIRTUAL_MARGIN)
     assert got["memory_plan"]["total_planned_bytes"] == plan.total
-    assert got["peak_rss_measured_bytes"] == pytest.approx(plan.total, rel=0.2)
+    assert abs(got["peak_rss_measured_bytes"] - plan.total) <= max(0.2 * plan.total,
+                                                                  SHARED_LIBRARY_SLACK), (
+        got["peak_rss_measured_bytes"] / MiB, plan.total / MiB)
 
 
 @pytest.mark.parametrize("n, dpus", [(3_000_000, 2000),
