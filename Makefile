@@ -42,8 +42,9 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_pim_limit.py --variants q-fp32-seq,q-int32-seq,q-int32-ran
 
 ## clean-cache: drop numba's compiled kernels. Its cache checks only the file that defines a
-## kernel: after editing a helper it inlines from another file (pimrl/learners/{arith,updates,
-## records,kernels}.py, pimrl/rng.py), run this or a cached kernel keeps the old helper.
+## kernel: after editing a helper it calls or inlines from another file (pimrl/learners/{arith,
+## updates,records,kernels}.py, pimrl/rng.py, pimrl/rlkernel/mram.py), run this or a cached
+## kernel keeps the old helper.
 clean-cache:
 	find pimrl -path '*/__pycache__/*' \( -name '*.nbi' -o -name '*.nbc' \) -delete
 
