@@ -125,6 +125,23 @@ def test_the_data_size_sweep_report(sizes_config, tmp_path):
         assert (epoch == "") == (r["cpu_1t_time_to_quality_measured_s"] == "")
         # the CPU stops at the optimum: its passes end there, or run out
         assert int(r["cpu_1t_epochs_run"]) == (int(epoch) if epoch else 3)
+        # energy: PIM's modelled, the part up to the optimum no more than the whole; the
+        # CPU's package power times its measured time (RAPL unread), the same power at 1
+        # and N threads and up to the optimum
+        total = float(r["pim_energy_modelled_j"])
+        assert total > 0
+        assert (r["pim_energy_to_quality_modelled_j"] == "") == (r["quality_round"] == "")
+        if r["quality_round"]:
+            assert 0 < float(r["pim_energy_to_quality_modelled_j"]) <= total
+        if not r["cpu_mt_energy_measured_j"]:
+            watts = float(r["cpu_1t_energy_modelled_j"]) / float(r["cpu_1t_measured_s"])
+            assert float(r["cpu_mt_energy_modelled_j"]) == pytest.approx(
+                watts * float(r["cpu_mt_measured_s"]))
+            ttq = r["cpu_mt_time_to_quality_measured_s"]
+            assert (r["cpu_mt_energy_to_quality_modelled_j"] == "") == (ttq == "")
+            if ttq:
+                assert float(r["cpu_mt_energy_to_quality_modelled_j"]) == pytest.approx(
+                    watts * float(ttq))
     written = plot_results(out)
     names = {Path(p).name for p in written}
     assert {"throughput_data.png", "time_to_quality_data.png", "scale_data.md"} <= names
@@ -133,7 +150,8 @@ def test_the_data_size_sweep_report(sizes_config, tmp_path):
     text = (out / "scale_data.md").read_text()
     assert "PIM 4 DPUs, mean" in text and "PIM 4 DPUs, own:3" in text
     assert "CPU numba 1T" in text and ("CPU C 1T" in text) == HAS_CC
-    assert text.count("| q-int32-ran |") == 4          # two sizes, two tables
+    assert text.count("| q-int32-ran |") == 6          # two sizes, three tables
+    assert "Energy (PIM **modelled**" in text and "(J/M)" in text
     # the crossover follows from the rows: recompute it from the numbers
     rows, _ = load_results(out / "results.csv")
     cross = datasize.crossover(rows)

@@ -33,6 +33,9 @@ RESULT_COLUMNS = (
     "cpu_1t_time_to_quality_measured_s", "cpu_mt_quality_epoch",
     "cpu_mt_time_to_quality_measured_s", "cpu_1t_epochs_run", "cpu_mt_epochs_run",
     "peak_rss_measured_bytes", "pim_host_aggregation_modelled_s",
+    "pim_energy_modelled_j", "pim_energy_to_quality_modelled_j",
+    "cpu_1t_energy_modelled_j", "cpu_1t_energy_measured_j", "cpu_mt_energy_modelled_j",
+    "cpu_mt_energy_measured_j", "cpu_mt_energy_to_quality_modelled_j",
 )
 #: Result columns a results file may lack (written before they existed).
 YOUNGER_COLUMNS = RESULT_COLUMNS[RESULT_COLUMNS.index("cpu_c_1t_measured_s"):]
@@ -52,6 +55,14 @@ COLUMN_NOTES = {
                                        "or own:R's merges and assembly, modelled "
                                        "(pimrl.energy.host_modelled_seconds; not in "
                                        "pim_total_modelled_s)",
+    "_modelled_j": "joules, modelled: PIM's by the energy model (pimrl.pim.energy) from the "
+                   "run's modelled ledger and the PrIM host's aggregation; the CPU's as its "
+                   "package power times the measured time (pimrl.baselines.energy), where RAPL "
+                   "cannot be read (docs/cost-model.md, \"Energy and the host\")",
+    "_measured_j": "joules, measured through RAPL's package counters on the worker",
+    "_energy_to_quality_modelled_j": "the energy of the run up to its time to quality (PIM: "
+                                     "the ledger walked up to it; CPU: package power times "
+                                     "the measured time to quality); empty if not reached",
     "pim_simulation_wall_measured_s": "wall clock of the simulator itself (not a PIM time); "
                                       "a worker's first row includes numba compilation",
     "pim_updates_per_s_modelled": "Q-updates per modelled second of the whole PIM run",

@@ -23,13 +23,20 @@ import numpy as np
 
 from pimrl.io import atomic_write_text
 
-#: The CPU systems: (label, updates/s column, time-to-quality column or None).
+#: The CPU systems: (label, updates/s column, time-to-quality column or None, the tag of
+#: its energy columns or None, its energy-to-quality column or None).
 CPU_SYSTEMS = (
-    ("CPU numba 1T", "cpu_1t_updates_per_s_measured", "cpu_1t_time_to_quality_measured_s"),
-    ("CPU numba {t}T", "cpu_mt_updates_per_s_measured", "cpu_mt_time_to_quality_measured_s"),
-    ("CPU C 1T", "cpu_c_1t_updates_per_s_measured", None),
-    ("CPU C {t}T", "cpu_c_mt_updates_per_s_measured", None),
+    ("CPU numba 1T", "cpu_1t_updates_per_s_measured", "cpu_1t_time_to_quality_measured_s",
+     "1t", None),
+    ("CPU numba {t}T", "cpu_mt_updates_per_s_measured", "cpu_mt_time_to_quality_measured_s",
+     "mt", "cpu_mt_energy_to_quality_modelled_j"),
+    ("CPU C 1T", "cpu_c_1t_updates_per_s_measured", None, None, None),
+    ("CPU C {t}T", "cpu_c_mt_updates_per_s_measured", None, None, None),
 )
+#: What each system's point holds, by index: (updates/s, time to quality s, joules per
+#: update, joules to quality).
+RATE, TIME_TO_QUALITY, ENERGY_PER_UPDATE, ENERGY_TO_QUALITY = range(4)
+NO_POINT = (float("nan"),) * 4
 PIM_STYLE = {"color": "#C44E52", "marker": "o"}
 CPU_COLORS = ("#4C72B0", "#55A868", "#8172B2", "#937860")
 
@@ -118,9 +125,24 @@ def _ordered(rows, col) -> list:
     return out
 
 
+def _cpu_energy(r, tag) -> float:
+    """The CPU baseline's joules per update of a row (its energy, RAPL-measured or modelled
+    from package power, over the updates of the passes it ran), or nan."""
+    if tag is None:
+        return float("nan")
+    joules = _num(r.get(f"cpu_{tag}_energy_measured_j"))
+    if not np.isfinite(joules):
+        joules = _num(r.get(f"cpu_{tag}_energy_modelled_j"))
+    epochs = _num(r.get(f"cpu_{tag}_epochs_run"))
+    passes = epochs if np.isfinite(epochs) else _num(r.get("epochs"))
+    return joules / (_num(r["n_transitions"]) * passes)
+
+
 def systems(rows, axis="transitions") -> list:
-    """[(label, kind, {(variant, size): (updates_per_s, time_to_quality_s)})] of a size
-    sweep's rows: one PIM system per aggregator, then the CPU systems that were measured."""
+    """[(label, kind, {(variant, size): point})] of a size sweep's rows: one PIM system per
+    aggregator, then the CPU systems that were measured; a point is (updates/s, time to
+    quality, joules per update, joules to quality), nan where a row has none (results
+    written before the energy columns have no energy)."""
     threads = next((r["cpu_threads"] for r in rows if r.get("cpu_threads")), "?")
     dpus = max(int(r["n_dpus"]) for r in rows)
     out = []
@@ -129,15 +151,18 @@ def systems(rows, axis="transitions") -> list:
         for r in rows:
             if r["aggregator"] == agg and int(r["n_dpus"]) == dpus:
                 points[(r["variant"], _x(r, axis))] = (
-                    _num(r["pim_updates_per_s_modelled"]), _num(r["time_to_quality_modelled_s"]))
+                    _num(r["pim_updates_per_s_modelled"]), _num(r["time_to_quality_modelled_s"]),
+                    _num(r.get("pim_energy_modelled_j")) / _num(r["pim_updates"]),
+                    _num(r.get("pim_energy_to_quality_modelled_j")))
         out.append((f"PIM {dpus:,} DPUs, {agg}", "modelled", points))
-    for label, rate_col, ttq_col in CPU_SYSTEMS:
+    for label, rate_col, ttq_col, energy_tag, etq_col in CPU_SYSTEMS:
         points = {}
         for r in rows:
             rate = _num(r.get(rate_col))
             if np.isfinite(rate):
                 points[(r["variant"], _x(r, axis))] = (
-                    rate, _num(r.get(ttq_col)) if ttq_col else float("nan"))
+                    rate, _num(r.get(ttq_col)) if ttq_col else float("nan"),
+                    _cpu_energy(r, energy_tag), _num(r.get(etq_col)) if etq_col else float("nan"))
         if points:
             out.append((label.format(t=threads), "measured", points))
     return out
@@ -148,7 +173,7 @@ def _best(systems_, kind, variant, size, index=0, low=False):
     throughput (index 0) or the lowest time to quality (index 1, ``low``)."""
     best = None
     for label, k, points in systems_:
-        v = points.get((variant, size), (np.nan, np.nan))[index]
+        v = points.get((variant, size), NO_POINT)[index]
         if k != kind or not np.isfinite(v):
             continue
         if best is None or (v < best[1] if low else v > best[1]):
@@ -187,8 +212,15 @@ def crossover(rows, axis="transitions") -> dict:
             pim_q, cpu_q = (_best(sys_, "modelled", v, n, 1, True),
                             _best(sys_, "measured", v, n, 1, True))
             ttq.append(cpu_q[1] / pim_q[1] if pim_q and cpu_q else np.nan)
+        energy = []
+        for n in sizes:
+            pim_e = _best(sys_, "modelled", v, n, ENERGY_TO_QUALITY, True)
+            cpu_e = _best(sys_, "measured", v, n, ENERGY_TO_QUALITY, True)
+            energy.append(cpu_e[1] / pim_e[1] if pim_e and cpu_e else np.nan)
         largest, ratio = _at_largest(sizes, ratios)
         out[v] = {"sizes": sizes, "throughput_ratio": ratios,
+                  "energy_to_quality_ratio": energy,
+                  "energy_to_quality_ratio_at_largest": energy[sizes.index(largest)],
                   "pim_wins_from": _ahead_from(sizes, ratios), "largest": largest,
                   "ratio_at_largest": ratio,
                   "time_to_quality_ratio": ttq, "pim_sooner_from": _ahead_from(sizes, ttq),
@@ -212,6 +244,42 @@ def _size(n: int, axis="transitions") -> str:
     return f"{n // 2**20}Mi" if n % 2**20 == 0 else (f"{n / 1e6:g}M" if n >= 1e6 else f"{n:,}")
 
 
+def _fmt_j(x) -> str:
+    if not np.isfinite(x):
+        return "-"
+    return f"{x * 1e3:,.2f} mJ" if x < 1 else f"{x:,.2f} J"
+
+
+def energy_table(rows, sys_, axis="transitions") -> list:
+    """Markdown lines: per variant and size, each system's energy per million updates and
+    its energy to the optimum; a line saying so when the rows carry no energy (a results
+    file written before the energy columns)."""
+    with_energy = [s for s in sys_ if any(np.isfinite(x[ENERGY_PER_UPDATE])
+                                          for x in s[2].values())]
+    if not any(k == "modelled" for _, k, _ in with_energy):
+        return ["", "Energy: not in this results file (written before the energy columns; "
+                "rerun the study to fill them)."]
+    basis = ("measured through RAPL" if any(r.get("cpu_mt_energy_measured_j") for r in rows)
+             else "modelled: package power x measured time")
+    lines = ["", f"Energy (PIM **modelled**: DIMMs, transfers and the PrIM host; CPU {basis}): "
+             "joules per million updates, and to the optimum (the run up to its time to "
+             "quality; '-' where not reached):", ""]
+    to_q = [s for s in with_energy if s[1] == "modelled"
+            or any(np.isfinite(x[ENERGY_TO_QUALITY]) for x in s[2].values())]
+    head = (["variant", AXES[axis][2]] + [f"{s[0]} (J/M)" for s in with_energy]
+            + [f"{s[0]} to optimum" for s in to_q])
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in _ordered(rows, "variant"):
+        for n in _sizes(rows, axis):
+            pts = [p.get((v, n), NO_POINT) for _, _, p in with_energy]
+            cells = ([v, _size(n, axis)]
+                     + [f"{x[ENERGY_PER_UPDATE] * 1e6:.3g}" if np.isfinite(x[ENERGY_PER_UPDATE])
+                        else "-" for x in pts]
+                     + [_fmt_j(p.get((v, n), NO_POINT)[ENERGY_TO_QUALITY]) for _, _, p in to_q])
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def scale_table(rows, axis="transitions") -> str:
     """Markdown: per variant and size, every system's updates/s and time to quality, and
     PIM's ratio to the best CPU; then the crossover per variant."""
@@ -231,7 +299,7 @@ def scale_table(rows, axis="transitions") -> str:
     for v in _ordered(rows, "variant"):
         for n in _sizes(rows, axis):
             pim, cpu = _best(sys_, "modelled", v, n), _best(sys_, "measured", v, n)
-            cells = [v, _size(n, axis)] + [_fmt_rate(p.get((v, n), (np.nan,))[0])
+            cells = [v, _size(n, axis)] + [_fmt_rate(p.get((v, n), NO_POINT)[0])
                                            for _, _, p in sys_]
             cells.append(f"{pim[1] / cpu[1]:.1f}x" if pim and cpu else "-")
             lines.append("| " + " | ".join(cells) + " |")
@@ -243,9 +311,10 @@ def scale_table(rows, axis="transitions") -> str:
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in _ordered(rows, "variant"):
         for n in _sizes(rows, axis):
-            cells = [v, _size(n, axis)] + [_fmt_s(p.get((v, n), (np.nan, np.nan))[1])
+            cells = [v, _size(n, axis)] + [_fmt_s(p.get((v, n), NO_POINT)[1])
                                            for _, _, p in ttq_sys]
             lines.append("| " + " | ".join(cells) + " |")
+    lines += energy_table(rows, sys_, axis)
     lines += ["", "Crossover (PIM's best aggregator, modelled, against the best CPU system, "
                   "measured):", ""]
     what = "transitions" if axis == "transitions" else "Q-tables"
@@ -263,8 +332,12 @@ def scale_table(rows, axis="transitions") -> str:
             when = f"it does not reach the optimum sooner ({soon:.1f}x at {largest})"
         else:
             when = f"at {largest} PIM or the CPU does not reach the optimum within its passes"
+        e = c["energy_to_quality_ratio_at_largest"]
+        energy = (f" To the optimum it takes {e:.1f}x less energy than the CPU (PIM modelled, "
+                  f"the CPU's modelled from package power) at {largest}." if np.isfinite(e)
+                  else "")
         lines.append(f"- {v}: {where} ({c['ratio_at_largest']:.1f}x the best CPU's at "
-                     f"{largest}); {when}.")
+                     f"{largest}); {when}.{energy}")
     return "\n".join(lines) + "\n"
 
 
@@ -277,8 +350,12 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
     sys_ = systems(rows, axis)
     variants = _ordered(rows, "variant")
     sizes = _sizes(rows, axis)
-    for name, index, ylabel in (("throughput", 0, "updates / s"),
-                                ("time_to_quality", 1, "time to the optimum (s)")):
+    figures = [("throughput", RATE, "updates / s"),
+               ("time_to_quality", TIME_TO_QUALITY, "time to the optimum (s)")]
+    if any(np.isfinite(x[ENERGY_TO_QUALITY]) for _, k, p in sys_ if k == "modelled"
+           for x in p.values()):
+        figures.append(("energy_to_quality", ENERGY_TO_QUALITY, "energy to the optimum (J)"))
+    for name, index, ylabel in figures:
         cols = min(len(variants), 2)
         nrows = -(-len(variants) // cols)
         fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.6 * nrows), squeeze=False,
@@ -287,9 +364,9 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
         for ax, v in zip(axes.ravel(), variants):
             k = 0
             for label, kind, points in sys_:
-                if index == 1 and kind == "measured" and "numba" not in label:
+                if index != RATE and kind == "measured" and "numba" not in label:
                     continue                       # the C loop is timed for throughput only
-                xs = [n for n in sizes if np.isfinite(points.get((v, n), (np.nan,) * 2)[index])]
+                xs = [n for n in sizes if np.isfinite(points.get((v, n), NO_POINT)[index])]
                 if not xs:
                     continue
                 ys = [points[(v, n)][index] for n in xs]
@@ -309,8 +386,11 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
             ax.grid(True, which="both", alpha=0.3)
         for ax in axes.ravel()[len(variants):]:
             ax.set_visible(False)
-        what = ("throughput" if index == 0 else
-                "time to the optimum (a missing point: not reached within the passes)")
+        what = {RATE: "throughput",
+                TIME_TO_QUALITY: "time to the optimum (a missing point: not reached within "
+                                 "the passes)",
+                ENERGY_TO_QUALITY: "energy to the optimum (CPU: package power x measured "
+                                   "time)"}[index]
         against = ("the dataset size" if axis == "transitions" else
                    f"the Q-table's size ({int(rows[0]['n_transitions']):,} transitions)")
         fig.suptitle(f"{rows[0]['env'].partition(':')[0]}: {what} against {against} "

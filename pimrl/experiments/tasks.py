@@ -77,7 +77,8 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None,
     row's checkpoint folder (:func:`row_checkpoint`), removed once the row is done; a row
     cut short (Ctrl-C, a kill) goes on from its last checkpoint when the sweep resumes."""
     from pimrl.cluster import worker_facts
-    from pimrl.energy import host_modelled_seconds
+    from pimrl.energy import host_modelled_seconds, pim_run_energy
+    from pimrl.pim.hardware import get_hardware
     from pimrl.swiftrl.trainer import PimTrainer
 
     facts = worker_facts(numba_threads)
@@ -113,6 +114,12 @@ def pim_task(run: dict, need: int, numba_threads: int | None = None,
                 eval_horizon=ev["horizon"])
     cols.update(time_to_quality(tr.rounds_), quality_curve=curve_text(tr.rounds_),
                 peak_rss_measured_bytes=peak_rss_bytes())
+    energy = pim_run_energy(tr, get_hardware(run["hardware"]),
+                            {"dpus": run["n_dpus"], "quality_round": cols.get("quality_round"),
+                             "time_to_quality_modelled_s": cols.get("time_to_quality_modelled_s")},
+                            run["aggregator"])
+    cols.update(pim_energy_modelled_j=energy["energy"]["energy_total_modelled_j"],
+                pim_energy_to_quality_modelled_j=energy["energy_to_quality_modelled_j"])
     out = {"columns": cols, "worker": facts}
     if resumed is not None:
         out["resumed_from_round"] = resumed
@@ -128,6 +135,8 @@ def cpu_task(run: dict, need: int, threads: int, repeats: int,
     stop at the first within tolerance of the optimum: their times and updates/s are those
     of the epochs run, and the C loop runs as many."""
     from pimrl.baselines.cpu import cpu_baseline, cpu_time_to_quality
+    from pimrl.baselines.energy import cpu_energy
+    from pimrl.energy import cpu_run_energy
     from pimrl.cluster import worker_facts
     from pimrl.learners.params import LearnerParams
     from pimrl.learners.reference import check_records
@@ -147,7 +156,14 @@ def cpu_task(run: dict, need: int, threads: int, repeats: int,
                                       stop_at_quality=True)
             ev = _quality(env, res["q"], params.gamma)
             epochs_run[tag] = res["epochs_run"]
-            cols.update({f"cpu_{tag}_measured_s": res["seconds"],
+            energy, _ = cpu_energy(res["seconds"], 0.0)
+            ttq_s = res["time_to_quality_measured_s"]
+            if tag == "mt":
+                cols["cpu_mt_energy_to_quality_modelled_j"] = (
+                    None if ttq_s is None else cpu_energy(ttq_s, 0.0)[0][
+                        "energy_total_modelled_j"])
+            cols.update({f"cpu_{tag}_energy_modelled_j": energy["energy_total_modelled_j"],
+                         f"cpu_{tag}_measured_s": res["seconds"],
                          f"cpu_{tag}_updates_per_s_measured":
                              len(records) * res["epochs_run"] / res["seconds"],
                          f"cpu_{tag}_epochs_run": res["epochs_run"],
@@ -163,6 +179,10 @@ def cpu_task(run: dict, need: int, threads: int, repeats: int,
                              check=False)
         e1 = _quality(env, one.q, params.gamma)
         em = _quality(env, multi.q, params.gamma)
+        for tag, res in (("1t", one), ("mt", multi)):
+            for key, joules in cpu_run_energy(res)["energy"].items():
+                if key.startswith("energy_total_"):     # modelled, or measured by RAPL
+                    cols[f"cpu_{tag}_energy_{key.rsplit('_', 2)[1]}_j"] = joules
         cols.update({
             "cpu_partitions": multi.partitions,
             "cpu_1t_measured_s": one.seconds, "cpu_1t_updates_per_s_measured": one.updates_per_s,
