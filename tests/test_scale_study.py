@@ -201,6 +201,31 @@ aggregators = ["own:2"]
 """
 
 
+ENERGY_COLUMNS = [c for c in YOUNGER_COLUMNS if "_energy" in c]
+
+
+def test_a_sweep_written_before_the_energy_columns_resumes(tmp_path):
+    """A half-done results.csv of an earlier pimrl (no energy columns) resumes: its rows and
+    their baselines are reused as they are (no energy), the missing row is computed (with
+    its energy)."""
+    cfg = tmp_path / "tables.toml"
+    cfg.write_text(TABLES)
+    out = tmp_path / "out"
+    assert run_scale(cfg, out, progress=False).failed_rows == []
+    with open(out / "results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert all(float(r["pim_energy_modelled_j"]) > 0 for r in rows)
+    header = [c for c in rows[0] if c not in ENERGY_COLUMNS]
+    with open(out / "results.csv", "w", newline="") as f:       # as an earlier pimrl wrote
+        w = csv.DictWriter(f, header, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows[:-1])
+    report = run_scale(cfg, out, progress=False)
+    assert report.failed_rows == [] and report.computed_rows == 1
+    again = read_results(out / "results.csv")
+    assert [r["pim_energy_modelled_j"] == "" for r in again] == [True] * (len(rows) - 1) + [False]
+
+
 def test_the_table_size_sweep_report(tmp_path):
     """One dataset size, tables of several sizes (copies of one environment): the report's
     axis is the Q-table's bytes, and the crossover is computed over them."""

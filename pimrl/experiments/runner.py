@@ -292,10 +292,10 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
         if row.get("cpu_1t_measured_s"):
             # Only a measurement with the thread count of this session stands for it.
             cpu_memo.setdefault(_cpu_key(run, int(row["cpu_threads"] or 0)),
-                                ({c: row[c] for c in CPU_COLUMNS}, row.get("baseline_worker", "")))
+                                ({c: row.get(c, "") for c in CPU_COLUMNS}, row.get("baseline_worker", "")))
         if row.get("gpu_partitions"):
             gpu_memo.setdefault(_gpu_key(run, row["gpu_partitions"], row["gpu_lanes"]),
-                                ({c: row[c] for c in GPU_COLUMNS}, row.get("baseline_worker", "")))
+                                ({c: row.get(c, "") for c in GPU_COLUMNS}, row.get("baseline_worker", "")))
 
     # Every dataset is generated at the largest size its environment needs in this config.
     need = {}
