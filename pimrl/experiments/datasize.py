@@ -346,8 +346,10 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
     """Two figures, one panel per variant, log-log against the dataset (or table) size:
     throughput and time to quality, one line per system."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     sys_ = systems(rows, axis)
+    rapl = any(r.get("cpu_mt_energy_measured_j") for r in rows)
     variants = _ordered(rows, "variant")
     sizes = _sizes(rows, axis)
     figures = [("throughput", RATE, "updates / s"),
@@ -376,9 +378,14 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
                                "linestyle": "-" if "numba" in label else ":"})
                 if kind == "measured":
                     k += 1
-                line, = ax.plot(xs, ys, label=f"{label} ({kind})", **style)
+                # energy: PIM's modelled, the CPU's modelled from package power unless RAPL
+                # measured it
+                said = (kind if index == RATE or index == TIME_TO_QUALITY
+                        else "measured, RAPL" if kind == "measured" and rapl else "modelled")
+                line, = ax.plot(xs, ys, label=f"{label} ({said})", **style)
                 handles.setdefault(line.get_label(), line)
             ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())      # decades only: no crowding
             ax.set_yscale("log")
             ax.set_title(v)
             ax.set_xlabel(AXES[axis][1])
@@ -389,12 +396,14 @@ def plot_data_size(rows, sweep: str, figdir: Path, written: list, save,
         what = {RATE: "throughput",
                 TIME_TO_QUALITY: "time to the optimum (a missing point: not reached within "
                                  "the passes)",
-                ENERGY_TO_QUALITY: "energy to the optimum (CPU: package power x measured "
-                                   "time)"}[index]
+                ENERGY_TO_QUALITY: "energy to the optimum"}[index]
         against = ("the dataset size" if axis == "transitions" else
                    f"the Q-table's size ({int(rows[0]['n_transitions']):,} transitions)")
-        fig.suptitle(f"{rows[0]['env'].partition(':')[0]}: {what} against {against} "
-                     f"(PIM modelled, CPU measured)")
+        whose = ("PIM modelled, CPU measured" if index != ENERGY_TO_QUALITY else
+                 "PIM modelled; CPU " + ("measured by RAPL" if rapl else
+                                         "modelled: package power x measured time"))
+        fig.suptitle(f"{rows[0]['env'].partition(':')[0]}: {what} against {against}\n"
+                     f"({whose})")
         if handles:
             fig.legend(list(handles.values()), list(handles), loc="lower center",
                        ncol=min(3, len(handles)),
