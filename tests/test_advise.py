@@ -143,3 +143,20 @@ def test_dataset_file(tmp_path, capsys):
     assert str(path) in rec["command"] and "--env" not in rec["command"]
     run = _train(capsys, rec["command"])["runs"][0]
     assert run["time_to_quality_modelled_s"] == rec["time_to_target_modelled_s"]
+
+
+def test_the_progress_bar_writes_to_the_stderr_of_the_moment(monkeypatch):
+    """The bar takes sys.stderr when it writes, not when the module was imported (imported
+    under a test's captured stderr, since closed, `pimrl advise` failed: 'I/O operation on
+    closed file')."""
+    import io
+    import sys
+    from types import SimpleNamespace
+
+    from pimrl.cli import advise as cli_advise
+
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", buf)
+    c = SimpleNamespace(dpus=16, tasklets=4, tasklet_mode="rows", aggregate="mean", epochs=1)
+    cli_advise._bar(1, 2, SimpleNamespace(candidate=c, status="probed"))
+    assert "1/2 16 DPUs" in buf.getvalue()

@@ -149,7 +149,8 @@ def _problem(args):
     return Problem(records, env, params, hw, args.hardware, target, data_args)
 
 
-def _bar(done, total, o, stream=sys.stderr):
+def _bar(done, total, o, stream=None):
+    stream = sys.stderr if stream is None else stream   # the current one, not import time's
     width = 30
     fill = int(width * done / max(total, 1))
     c = o.candidate
