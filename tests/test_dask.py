@@ -11,7 +11,8 @@ import time
 import pytest
 
 from pimrl.cli import main
-from pimrl.experiments.runner import COLUMNS, DaskTasks, read_results, run_scale
+from pimrl.experiments.columns import REPRODUCIBLE_COLUMNS
+from pimrl.experiments.runner import DaskTasks, read_results, run_scale
 
 #: Worker processes and a 10,000-DPU simulation: left out of ``make test-fast``.
 pytestmark = pytest.mark.slow
@@ -46,8 +47,7 @@ variants = ["q-int32-str"]
 tasklets = [4]
 """
 N_ROWS = 2 * 2 * 2 * 2 + 2
-DETERMINISTIC = [c for c in COLUMNS if "measured" not in c
-                 and c not in ("finished_at", "session", "worker", "baseline_worker")]
+DETERMINISTIC = REPRODUCIBLE_COLUMNS
 
 
 @pytest.fixture(scope="module")

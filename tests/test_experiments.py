@@ -11,6 +11,7 @@ import pytest
 
 from pimrl.cli import main
 from pimrl.experiments.config import ConfigError, expand_runs, load_config, run_key
+from pimrl.experiments.columns import REPRODUCIBLE_COLUMNS
 from pimrl.experiments.runner import COLUMNS, SweepInterrupted, read_results, run_scale
 
 TINY = """
@@ -53,10 +54,7 @@ variants = ["q-fp32-seq"]
 tasklets = [1, 4]
 """
 N_ROWS = 2 * 2 * 2 * 3 + 3 + 2
-#: Columns an uninterrupted run gives again bit for bit: not those measured, nor the CPU's
-#: energy (its package power, modelled, times its measured time).
-DETERMINISTIC = [c for c in COLUMNS if "measured" not in c and c not in ("finished_at", "session")
-                 and not (c.startswith("cpu_") and "_energy" in c)]
+DETERMINISTIC = REPRODUCIBLE_COLUMNS
 
 
 @pytest.fixture()

@@ -43,6 +43,12 @@ YOUNGER_COLUMNS = RESULT_COLUMNS[RESULT_COLUMNS.index("cpu_c_1t_measured_s"):]
 #: worker's address; meta.json's session lists the workers and their hosts).
 WORKER_COLUMNS = ("worker", "baseline_worker")
 COLUMNS = ("row_key",) + PARAM_COLUMNS + RESULT_COLUMNS + WORKER_COLUMNS + ("finished_at", "session")
+#: The columns a rerun of a row gives again bit for bit, on any machine or executor: not
+#: those measured, nor the CPU's energy (its package power, modelled, times a measured time),
+#: nor who computed the row and when.
+REPRODUCIBLE_COLUMNS = tuple(
+    c for c in COLUMNS if "measured" not in c and not (c.startswith("cpu_") and "_energy" in c)
+    and c not in WORKER_COLUMNS + ("finished_at", "session"))
 CPU_COLUMNS = tuple(c for c in RESULT_COLUMNS if c.startswith("cpu_"))
 GPU_COLUMNS = tuple(c for c in RESULT_COLUMNS if c.startswith("gpu_"))
 
