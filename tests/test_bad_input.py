@@ -144,10 +144,18 @@ def test_usage_errors_are_one_line(capsys):
     (["train", "--env", "Taxi-v3", "--transitions", "100", "--backend", "pim", "--dpus", "2",
       "--hw", "op_mul8=1e308"], ["op_mul8", "at most 1e+12"]),
     (["scale", "x.toml", "--out", "o", "--workers", "99999999999999999999"], ["--workers"]),
+    # empty files (the command-line fuzzer: np.load's EOFError went through as a traceback)
+    (["eval", "--q", "empty", "--env", "Taxi-v3"], ["empty", "the file is empty"]),
+    (["eval", "--q", "empty.npz", "--env", "Taxi-v3"], ["empty.npz", "not a pimrl policy file"]),
+    (["data", "generate", "--env", "Taxi-v3", "--n", "10", "--seed", "0", "--out", "x.pimrl",
+      "--policy", "epsilon-greedy", "--epsilon", "0.1", "--q", "empty"],
+     ["--q empty", "cannot read a .npy array"]),
 ])
 def test_refused_in_one_line(capsys, tmp_path, monkeypatch, argv, needles):
     monkeypatch.chdir(tmp_path)
     np.save(tmp_path / "q.npy", np.zeros((500, 6)))
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "empty.npz").write_bytes(b"")
     _refused(capsys, argv, *needles)
 
 

@@ -17,8 +17,10 @@ ends quickly. Not run, only parsed: ``shim`` (builds the C library: minutes, and
 tests/test_shim.py's), ``calibrate --prim`` (fetches and builds PrIM). ``cost-doc`` always
 writes to a temporary ``--path``.
 
-The fast subset draws ``FAST_EXAMPLES`` command lines per command (derandomized; a quarter
-for the ``HEAVY`` ones); the ``slow`` variant ``SLOW_EXAMPLES`` at random.
+The fast subset draws ``FAST_EXAMPLES`` command lines per command (a quarter for the
+``HEAVY`` ones); the ``slow`` variant ``SLOW_EXAMPLES``, other ones. Both are derandomized,
+so a run of the suite is the same run everywhere; ``PIMRL_FUZZ_RANDOM=1`` draws the slow
+variant's at random, to look further (a failure prints the example to add as a test).
 """
 from __future__ import annotations
 
@@ -485,7 +487,8 @@ def test_fuzz_command_line(command, files, tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_fuzz_command_line_slow(command, files, tmp_path_factory):
-    @settings(max_examples=_examples(command, SLOW_EXAMPLES), **SETTINGS)
+    @settings(max_examples=_examples(command, SLOW_EXAMPLES),
+              derandomize=os.environ.get("PIMRL_FUZZ_RANDOM") != "1", **SETTINGS)
     @given(data=st.data())
     def fuzz(data):
         _fuzz(command, files, data, tmp_path_factory)

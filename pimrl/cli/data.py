@@ -67,7 +67,7 @@ def _cmd_generate(args) -> int:
         check_regular_input(args.q, "--q")
         try:
             q = np.load(args.q, allow_pickle=False)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:      # EOFError: an empty file
             raise UserError(f"--q {args.q}: cannot read a .npy array: {exc}") from None
         if q.shape != (env.n_states, env.n_actions):
             raise UserError(f"--q {args.q}: shape {q.shape}, {env.env_id} needs "

@@ -57,9 +57,9 @@ def load_q(path: str, env) -> np.ndarray:
             q = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:      # EOFError: an empty file
         why = ("it holds Python objects, which pimrl never loads" if "pickle" in str(exc)
-               else str(exc))
+               else "the file is empty" if isinstance(exc, EOFError) else str(exc))
         raise UserError(f"{path}: not a readable .npy array ({why})") from None
     if not isinstance(q, np.ndarray) or not (np.issubdtype(q.dtype, np.floating)
                                              or np.issubdtype(q.dtype, np.integer)):
