@@ -21,6 +21,10 @@ bootstrapping from the logged action, as in ``experiments/swiftrl.toml``):
   study's results (``--pim-results``) where it holds a row with the same settings; never
   computed here.
 
+* **Energy**: the GPU board's per run, measured through NVML's energy counter over a window
+  of at least a second of runs (``pimrl.baselines.nvml``; "not measured" where the driver
+  cannot read it), beside PIM's modelled energy from the same study row.
+
 Every time is *measured* wall clock on this machine except the PIM column, which is
 *modelled*. Without a GPU the script says why and exits 2: no GPU figure is ever estimated.
 
@@ -58,11 +62,13 @@ COLUMNS = ("env", "variant", "transitions", "epochs", "n_dpus", "tasklets",
            "gpu_h2d_measured_s", "gpu_kernel_measured_s", "gpu_d2h_measured_s",
            "gpu_aggregate_measured_s", "gpu_total_measured_s", "gpu_updates_per_s_measured",
            "cpu_threads", "cpu_numba_train_measured_s", "cpu_c_train_measured_s", "cpu_tables_equal",
-           "gpu_equals_cpu_same_partitions", "pim_total_modelled_s", "gpu_device", "cpu")
+           "gpu_equals_cpu_same_partitions", "pim_total_modelled_s", "gpu_energy_measured_j",
+           "gpu_energy_status", "pim_energy_modelled_j", "gpu_device", "cpu")
 
 
 def pim_times(path: str | None) -> dict:
-    """(env, variant, transitions, epochs, dpus, tasklets) -> modelled PIM seconds (mean)."""
+    """(env, variant, transitions, epochs, dpus, tasklets) -> (modelled PIM seconds, modelled
+    PIM joules or NaN) of the study's mean row."""
     if not path or not Path(path).exists():
         return {}
     out = {}
@@ -72,7 +78,8 @@ def pim_times(path: str | None) -> dict:
                 continue
             key = (r["env"], r["variant"], int(r["n_transitions"]), int(r["epochs"]),
                    int(r["n_dpus"]), int(r["tasklets"]))
-            out[key] = float(r["pim_total_modelled_s"])
+            out[key] = (float(r["pim_total_modelled_s"]),
+                        float(r.get("pim_energy_modelled_j") or "nan"))
     return out
 
 
@@ -123,7 +130,8 @@ def main(argv=None):
               f"partitions = DPUs, lanes = "
               f"{args.tasklets}; CPU one partition per thread. Measured wall clock; PIM modelled.\n")
         print(f"{'env':<16} {'variant':<16} {'n':>11} {'DPUs':>5} {'GPU kern ms':>11} {'GPU all ms':>10} "
-              f"{'CPU nb ms':>9} {'CPU C ms':>8} {'PIM ms*':>8} {'GPU/CPU':>7}  checks")
+              f"{'CPU nb ms':>9} {'CPU C ms':>8} {'PIM ms*':>8} {'GPU/CPU':>7} {'GPU mJ':>10} "
+              f"{'PIM mJ*':>8}  checks")
     for env_id, n in ((e, n) for e in args.envs.split(",") for n in sizes):
         env = make(env_id)
         rec = generate_dataset(env, n, seed=0)
@@ -151,18 +159,24 @@ def main(argv=None):
                        "gpu_total_measured_s": g.seconds, "gpu_updates_per_s_measured": g.updates_per_s,
                        "cpu_threads": threads, "cpu_numba_train_measured_s": nb_s, "cpu_c_train_measured_s": c_s,
                        "cpu_tables_equal": cpu_eq, "gpu_equals_cpu_same_partitions": same,
-                       "pim_total_modelled_s": pim.get(key, ""), "gpu_device": device,
+                       "pim_total_modelled_s": pim[key][0] if key in pim else "",
+                       "gpu_energy_measured_j": g.energy_measured_j,
+                       "gpu_energy_status": g.energy_status,
+                       "pim_energy_modelled_j": pim[key][1] if key in pim else "",
+                       "gpu_device": device,
                        "cpu": cpu_name}
                 rows.append(row)
                 if not args.json:
                     best_cpu = min(nb_s, c_s) if have_c else nb_s
-                    pim_ms = f"{pim[key] * 1e3:8.1f}" if key in pim else f"{'-':>8}"
+                    pim_ms = f"{pim[key][0] * 1e3:8.1f}" if key in pim else f"{'-':>8}"
+                    pim_mj = f"{pim[key][1] * 1e3:8.1f}" if key in pim else f"{'-':>8}"
                     checks = " ".join(x for x in (
                         "" if cpu_eq is None else ("C=numba" if cpu_eq else "C!=numba"),
                         "" if same == "" else ("GPU=CPU" if same else "GPU!=CPU")) if x)
                     print(f"{env_id:<16} {v:<16} {n:>11,} {d:>5} {g.kernel_seconds * 1e3:11.2f} "
                           f"{g.seconds * 1e3:10.2f} {nb_s * 1e3:9.2f} {c_s * 1e3:8.2f} {pim_ms} "
-                          f"{best_cpu / g.seconds:6.2f}x  {checks}", flush=True)
+                          f"{best_cpu / g.seconds:6.2f}x {g.energy_measured_j * 1e3:10.1f} {pim_mj} "
+                          f" {checks}", flush=True)
             if args.out:
                 with atomic_writer(args.out, "w", newline="") as f:
                     w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
@@ -173,6 +187,8 @@ def main(argv=None):
     else:
         print(f"\n* PIM: modelled (cost model), read from {args.pim_results}; every other time "
               f"measured here. GPU/CPU: the faster CPU loop's time over the GPU's (all phases). "
+              f"GPU mJ: the board's energy per run, measured through NVML (nan: not readable; "
+              f"{rows[-1]['gpu_energy_status'] if rows else ''}). "
               f"Bench wall time {time.perf_counter() - t_start:.0f} s.")
         if any(r["cpu_tables_equal"] is False or r["gpu_equals_cpu_same_partitions"] is False
                for r in rows):

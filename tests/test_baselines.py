@@ -144,6 +144,12 @@ GPU_SIM_SCRIPT = textwrap.dedent("""
                                  threads_per_block=4)
                 assert g.measured != SIMULATED             # the simulator times nothing
                 assert SIMULATED or g.kernel_seconds > 0
+                # energy through NVML on a real GPU where it can be read; never invented
+                if g.energy_status.startswith("measured: "):
+                    assert not SIMULATED and g.energy_measured_j > 0, g.energy_status
+                else:
+                    assert g.energy_status.startswith("not measured: ")
+                    assert np.isnan(g.energy_measured_j)
                 b = lane_bounds(even_bounds(len(rec), 3), 2)
                 for i in range(3):
                     r = learn_partition(rec, env.n_states, env.n_actions, p, b[i],

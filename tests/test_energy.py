@@ -233,3 +233,69 @@ def test_pimrl_train_cpu_has_energy(capsys):
                  "--threads", "1", "--no-eval"]) == 0
     text = capsys.readouterr().out
     assert any(ln.strip().startswith("energy") and kind in ln for ln in text.splitlines())
+
+
+# ----------------------------------------------------------------------------- NVML
+#: A stand-in for the driver's libnvidia-ml.so.1: the entry points pimrl calls, with their
+#: signatures; one board whose counter advances 250 mJ a reading, or "Not Supported" where
+#: FAKE_NVML_OLD is set (a board before Volta).
+FAKE_NVML = r"""
+#include <stdlib.h>
+#include <string.h>
+static unsigned long long counter = 1000;
+static int up;
+const char *nvmlErrorString(int rc) { return rc == 3 ? "Not Supported" : "Unknown Error"; }
+int nvmlInit_v2(void) { up = 1; return 0; }
+int nvmlShutdown(void) { up = 0; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) { *h = (void *)&counter; return i ? 2 : 0; }
+int nvmlDeviceGetHandleByUUID(const char *uuid, void **h) {
+    *h = (void *)&counter; return strcmp(uuid, "GPU-fake") ? 6 : 0; }
+int nvmlDeviceGetName(void *h, char *name, unsigned n) { strncpy(name, "Fake H200", n); return 0; }
+int nvmlDeviceGetTotalEnergyConsumption(void *h, unsigned long long *mj) {
+    if (!up || h != &counter) return 999;
+    if (getenv("FAKE_NVML_OLD")) return 3;
+    *mj = counter; counter += 250; return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_nvml(tmp_path_factory):
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc to build the NVML stand-in")
+    d = tmp_path_factory.mktemp("nvml")
+    (d / "nvml.c").write_text(FAKE_NVML)
+    lib = d / "libnvidia-ml.so.1"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(d / "nvml.c")], check=True)
+    return str(lib)
+
+
+def test_nvml_meter_reads_the_board_counter_by_uuid(fake_nvml):
+    from pimrl.baselines.nvml import NvmlMeter, energy_per_run
+
+    with NvmlMeter("GPU-fake", library=fake_nvml) as meter:
+        assert meter.available and meter.name == "Fake H200", meter.reason
+        ticks = iter([0.0, 0.4, 0.8, 1.2, 1.2])     # a clock: 3 runs fill the 1 s window
+        runs = []
+        joules, n, seconds = energy_per_run(lambda: runs.append(1), meter, 1.0,
+                                            clock=lambda: next(ticks))
+        # read before (r), then after 3 runs (r + 250 mJ): 0.25 J over 3 runs
+        assert (n, len(runs), seconds) == (3, 3, 1.2)
+        assert joules == pytest.approx(0.25 / 3)
+
+
+def test_nvml_meter_says_why_it_cannot_read(fake_nvml, monkeypatch, tmp_path):
+    from pimrl.baselines.nvml import NvmlMeter
+
+    missing = NvmlMeter(library=str(tmp_path / "libnvidia-ml.so.1"))
+    assert not missing.available and "NVML not found" in missing.reason
+    other = NvmlMeter("GPU-other", library=fake_nvml)
+    assert not other.available and "the board GPU-other" in other.reason
+    monkeypatch.setenv("FAKE_NVML_OLD", "1")
+    old = NvmlMeter(library=fake_nvml)
+    assert not old.available and "Not Supported (NVML code 3)" in old.reason
+    monkeypatch.setenv("PIMRL_NVML_LIB", str(tmp_path / "nowhere.so"))
+    assert "nowhere.so" in NvmlMeter().reason
+

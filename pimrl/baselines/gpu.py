@@ -28,6 +28,8 @@ streams, saturation counts), reported separately. Averaging on the device matter
 thousands of tables back and averaging them on the host took longer than the learning itself
 (measured on an H200: at 2,000 partitions of Taxi, 17-30 ms of kernel against 30-45 ms of
 copies and host average).
+Energy (only on a real GPU): the board's NVML energy counter over a window of at least a
+second of untimed back-to-back runs, divided by their number (pimrl.baselines.nvml).
 A warm-up launch on a tiny input compiles the kernel first (excluded). Where no GPU is
 present nothing is timed: :func:`gpu_status` says why, and callers write "GPU: not
 measured" -- never an estimate.
@@ -88,6 +90,10 @@ class GpuResult:
     d2h_seconds: float = float("nan")
     aggregate_seconds: float = float("nan")  # average kernel (events) + host division
     repeat_seconds: list = field(default_factory=list)
+    # the board's energy per run through NVML (pimrl.baselines.nvml), or NaN; the status
+    # says how it was read or why not
+    energy_measured_j: float = float("nan")
+    energy_status: str = "not measured: no GPU"
 
     @property
     def seconds(self) -> float:
@@ -221,8 +227,27 @@ def gpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
             first = (q_raw, rng, sat)
     q_raw, rng, sat = first
     med = np.median(np.array(parts), axis=0) if measurable else [float("nan")] * 4
+    energy, energy_status = float("nan"), f"not measured: {device}"
+    if measurable:
+        energy, energy_status = _energy(lambda: _launch(
+            cols, part_lanes, owners, seeds.copy(), params, n_states, n_actions,
+            threads_per_block, False, False))
     return GpuResult(q=q, q_raw=q_raw, rng=rng, saturations=sat, partitions=partitions,
                      lanes=lanes, n_updates=len(records) * params.epochs, measured=measurable,
                      device=device, h2d_seconds=float(med[0]), kernel_seconds=float(med[1]),
                      d2h_seconds=float(med[2]), aggregate_seconds=float(med[3]),
-                     repeat_seconds=[float(sum(x)) for x in parts] if measurable else [])
+                     repeat_seconds=[float(sum(x)) for x in parts] if measurable else [],
+                     energy_measured_j=energy, energy_status=energy_status)
+
+
+def _energy(run_once) -> tuple:
+    """``(joules per run, status)`` of the board CUDA runs on, through NVML over a window of
+    back-to-back runs (pimrl.baselines.nvml); NaN and the reason where it cannot be read."""
+    from pimrl.baselines.nvml import NvmlMeter, current_device_uuid, energy_per_run
+
+    with NvmlMeter(current_device_uuid()) as meter:
+        if not meter.available:
+            return float("nan"), f"not measured: {meter.reason}"
+        joules, runs, seconds = energy_per_run(run_once, meter)
+        return joules, (f"measured: NVML board energy of {meter.name or 'the GPU'}, "
+                        f"{runs} runs over {seconds:.2f} s")

@@ -36,6 +36,7 @@ RESULT_COLUMNS = (
     "pim_energy_modelled_j", "pim_energy_to_quality_modelled_j",
     "cpu_1t_energy_modelled_j", "cpu_1t_energy_measured_j", "cpu_mt_energy_modelled_j",
     "cpu_mt_energy_measured_j", "cpu_mt_energy_to_quality_modelled_j",
+    "gpu_energy_measured_j", "gpu_energy_status",
 )
 #: Result columns a results file may lack (written before they existed).
 YOUNGER_COLUMNS = RESULT_COLUMNS[RESULT_COLUMNS.index("cpu_c_1t_measured_s"):]
@@ -65,7 +66,11 @@ COLUMN_NOTES = {
                    "run's modelled ledger and the PrIM host's aggregation; the CPU's as its "
                    "package power times the measured time (pimrl.baselines.energy), where RAPL "
                    "cannot be read (docs/cost-model.md, \"Energy and the host\")",
-    "_measured_j": "joules, measured through RAPL's package counters on the worker",
+    "_measured_j": "joules, measured on the worker: the CPU's through RAPL's package counters, "
+                   "the GPU's (one run: copies, kernel, average) through NVML's board energy "
+                   "counter over a window of at least a second of runs (pimrl.baselines.nvml)",
+    "gpu_energy_status": "'measured: ...' (the board, runs and window) or 'not measured: "
+                         "<reason>' (no figure is invented)",
     "_energy_to_quality_modelled_j": "the energy of the run up to its time to quality (PIM: "
                                      "the ledger walked up to it; CPU: package power times "
                                      "the measured time to quality); empty if not reached",

@@ -217,5 +217,6 @@ def gpu_task(run: dict, need: int, parts: int, lanes: int, threads_per_block: in
             "gpu_h2d_measured_s": g.h2d_seconds, "gpu_kernel_measured_s": g.kernel_seconds,
             "gpu_d2h_measured_s": g.d2h_seconds, "gpu_aggregate_measured_s": g.aggregate_seconds,
             "gpu_total_measured_s": g.seconds, "gpu_updates_per_s_measured": g.updates_per_s,
-            "gpu_success_rate": eg["success_rate"], "gpu_mean_return": eg["mean_return"]}
+            "gpu_success_rate": eg["success_rate"], "gpu_mean_return": eg["mean_return"],
+            "gpu_energy_measured_j": g.energy_measured_j, "gpu_energy_status": g.energy_status}
     return {"columns": cols, "worker": facts}
