@@ -215,8 +215,8 @@ def _evaluator(problem: Problem):
         base = round_evaluator(problem.env, problem.params.gamma)
         target = problem.target
 
-        def evaluate(q):
-            out = base(q)
+        def evaluate(round_, q, ledger=None):
+            out = base(round_, q, ledger)
             out["reached_target"] = (out["reached"] if target.kind == "optimum"
                                      else out["success_rate"] >= target.value)
             return out

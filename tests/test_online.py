@@ -174,11 +174,18 @@ def test_cpu_baseline_equals_dpus():
 def test_shared_online_learns_deterministic_lake_to_optimum():
     env = make("FrozenLake-v1:slippery=0")
     p = OnlineParams(alpha=0.5, epsilon=1.0, seed=1)
-    evals = []
-    OnlineTrainer(p, n_dpus=8, tasklets=4, aggregate="sync:4").fit(
-        env, 4000, on_round=lambda r, q, led: evals.append(evaluate_against_optimum(env, q, p.gamma)))
+    evals, calls = [], []
+
+    def on_round(r, q, ledger):         # the one round-callback contract (OnRound)
+        calls.append((r, ledger.modelled_total_s))
+        evals.append(evaluate_against_optimum(env, q, p.gamma))
+        return {"probe": r}
+
+    tr = OnlineTrainer(p, n_dpus=8, tasklets=4, aggregate="sync:4", on_round=on_round).fit(env, 4000)
     assert len(evals) == 4 and evals[-1]["success_rate"] == 1.0
     assert evals[-1]["mean_return"] == evals[-1]["optimal_mean_return"]
+    assert [c[0] for c in calls] == [0, 1, 2, 3] == [e["probe"] for e in tr.rounds_]
+    assert [c[1] for c in calls] == [e["modelled_s"] for e in tr.rounds_]
 
 
 def test_parse_grid():

@@ -98,3 +98,26 @@ def test_sync_weighted_rounds_equal_host_replica():
     assert parse_aggregate("sync:3:weighted").label == "sync:3:weighted"
     with pytest.raises(ValueError, match="sync:R:weighted"):
         parse_aggregate("sync:0")
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "sync:3", "own:3"])
+def test_on_round_gets_the_round_the_table_and_the_ledger(aggregate):
+    """One round-callback contract for every scheme (pimrl.learners.aggregate.OnRound, as
+    online's): ``(round, q, ledger)`` after each round, its dict merged into ``rounds_``; the
+    last round's table is the run's, the ledger the run's so far."""
+    p = LearnerParams(algo="q", dtype="fp32", sampling="seq", epochs=3, seed=4)
+    seen = []
+
+    def on_round(r, q, ledger):
+        seen.append((r, q.copy(), ledger.modelled_total_s))
+        return {"probe": r} if r else None          # None merges nothing
+
+    tr = PimTrainer(p, n_dpus=4, tasklets=2, aggregate=aggregate, on_round=on_round).fit(
+        RECORDS, S, A)
+    rounds = 1 if aggregate == "mean" else 3
+    assert [s[0] for s in seen] == list(range(rounds))
+    assert [e.get("probe") for e in tr.rounds_] == [None] + list(range(1, rounds))
+    assert np.array_equal(seen[-1][1], tr.q_) and seen[-1][1].shape == (S, A)
+    assert seen[-1][2] == tr.timings_.modelled_total_s
+    if rounds > 1:
+        assert seen[0][2] < seen[-1][2]

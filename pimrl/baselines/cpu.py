@@ -169,8 +169,9 @@ def cpu_time_to_quality(records: np.ndarray, n_states: int, n_actions: int,
 
     Each call of the compiled loop does one pass over every partition and carries the tables
     and the lanes' streams on to the next, so the tables after epoch ``e`` are those of an
-    ``e``-epoch run, bit for bit. ``evaluate(q)`` (a :func:`pimrl.experiments.quality.round_evaluator`)
-    runs between epochs, off the clock. Returns ``curve`` ([{epoch, measured_s (cumulative
+    ``e``-epoch run, bit for bit. ``evaluate(epoch - 1, q, None)`` (an ``on_round``
+    callback, such as :func:`pimrl.experiments.quality.round_evaluator`'s) runs between
+    epochs, off the clock. Returns ``curve`` ([{epoch, measured_s (cumulative
     wall clock of training and averaging), mean_return, success_rate, reached}]),
     ``quality_epoch`` and ``time_to_quality_measured_s`` (of the first epoch within
     tolerance; None if none is), the final ``q``, ``seconds`` (the epochs run) and
@@ -196,7 +197,8 @@ def cpu_time_to_quality(records: np.ndarray, n_states: int, n_actions: int,
             run(*cols, part_lanes, rng, q_raw, scalars, sat)
             q = raw_to_float(q_raw, params.dtype, params.frac_bits).mean(axis=0)
             elapsed += time.perf_counter() - t0
-            curve.append({"epoch": epoch, "measured_s": elapsed, **evaluate(q)})
+            curve.append({"epoch": epoch, "measured_s": elapsed,
+                          **(evaluate(epoch - 1, q, None) or {})})
             if stop_at_quality and curve[-1].get("reached"):
                 break
     finally:

@@ -307,8 +307,8 @@ def run_online(args, holder: dict | None = None) -> int:
                                 aggregate=args.aggregate, agents=args.agents, hardware=hw,
                                 kernel=args.kernel, force_mram=args.force_mram,
                                 checkpoint=checkpoint, placement=placement,
-                                device=args.device)
-        trainer.fit(envs, args.steps, on_round=on_round)
+                                device=args.device, on_round=on_round)
+        trainer.fit(envs, args.steps)
     out["executor"] = args.executor
     if hasattr(trainer, "worker_transfers_"):
         out["worker_transfers"] = trainer.worker_transfers_

@@ -36,15 +36,16 @@ def reaches_optimum(success_rate, mean_return, optimal_success_rate, optimal_mea
 
 
 def round_evaluator(env, gamma: float):
-    """A ``PimTrainer(on_round=...)`` callback: q -> {success_rate, mean_return, reached}
-    (the optimum is evaluated once)."""
+    """An ``on_round`` callback (:data:`pimrl.learners.aggregate.OnRound`): ``(round, q,
+    ledger)`` -> {success_rate, mean_return, reached} of ``q``'s greedy policy (the optimum is
+    evaluated once; the round and the ledger are not needed)."""
     from pimrl.envs.evaluation import evaluate_exact
     from pimrl.envs.planning import value_iteration
 
     q_star, _ = value_iteration(env, gamma)
     best = evaluate_exact(env, q_star)
 
-    def evaluate(q) -> dict:
+    def evaluate(round_, q, ledger=None) -> dict:
         mine = evaluate_exact(env, q)
         return {"success_rate": mine.success_rate, "mean_return": mine.mean_return,
                 "reached": reaches_optimum(mine.success_rate, mine.mean_return,

@@ -9,6 +9,7 @@ are float64.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from numba import njit
@@ -18,6 +19,15 @@ from pimrl.parallel import SPLIT_BYTES, run_ranges
 from pimrl.learners import fixedpoint
 from pimrl.registry import Registry
 from pimrl.learners.fixedpoint import raw_to_float  # noqa: F401 (the aggregates' inverse)
+
+#: The per-round callback every trainer takes as ``on_round=`` (offline, state-owned and
+#: online alike; ``pimrl train`` and ``pimrl scale`` evaluate each round with one):
+#: ``on_round(round, q, ledger)``, called after each round's aggregation and broadcast with
+#: the round's index (from 0), the table as float64 ((S, A); online independent agents:
+#: (n_dpus, S, A)) and the run's ledger so far (a :class:`~pimrl.pim.cost.TimeBreakdown`,
+#: read, not kept). The dict it returns (or None) is merged into that round's entry of the
+#: trainer's ``rounds_``. Instrumentation: its time is outside every PIM time.
+OnRound = Callable[[int, np.ndarray, object], "dict | None"]
 
 
 def mean_tables(raw: np.ndarray, scale: float, visits: np.ndarray | None = None) -> np.ndarray:

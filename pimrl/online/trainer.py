@@ -22,6 +22,7 @@ from pimrl.online.envtable import dpu_env
 from pimrl.online.params import OnlineParams
 from pimrl.partition import even_bounds
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
+from pimrl.learners.rounds import RoundLoop
 from pimrl.pim.cost import CATEGORIES
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.online.program import OnlineProgram
@@ -71,6 +72,91 @@ def online_aggregate(aggregate: str, agents: str = "shared"):
     return spec
 
 
+class OnlineRounds:
+    """Online learning as rounds of :class:`~pimrl.learners.rounds.RoundLoop`: in each round
+    every DPU's lanes step their environment copies for the round's steps, learning as they
+    go; the host gathers the tables (and visit counts) and, for shared agents, aggregates
+    them and broadcasts the aggregate back between rounds (independent agents: each DPU's
+    table, scaled to float64). After the rounds: ``q``, ``raw`` (the DPUs' last tables) and
+    ``counters`` (summed over the launches). ``heap``: the MRAM heap ranges a checkpoint
+    keeps (:meth:`OnlineTrainer._heap_ranges`)."""
+
+    def __init__(self, dpus, layout, words, spec, p0, steps: int, agents: str, real: bool,
+                 heap: dict):
+        self.dpus, self.layout, self.words, self.spec, self.p0 = dpus, layout, words, spec, p0
+        self.name = f"online-{agents}"
+        self.independent = agents == "independent"
+        self.real, self.heap = real, heap
+        self.round_steps = np.diff(even_bounds(steps, spec.rounds))
+        self.counters = np.zeros((len(words), len(kernels.ONLINE_COUNTERS)), dtype=np.int64)
+        self.visits_before = 0
+        self.done = 0
+        self.q = self.raw = None
+
+    def run_round(self, r: int, last: bool) -> float:
+        dpus, L, p0, words, host_s = self.dpus, self.layout, self.p0, self.words, 0.0
+        n, k = len(words), self.round_steps[r]
+        words[:, OP_STEPS] = k
+        with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+            dpus.scatter_to("params", 0, words.view(np.uint8).reshape(n, -1))
+        result = dpus.launch()
+        self.counters += result.counters
+        self.done += int(k)
+        raw_dtype = np.int32 if p0.dtype == "int32" else np.float32
+        with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+            self.raw = OnlineTrainer._gather_q(dpus, L, raw_dtype)
+            visits = OnlineTrainer._gather_visits(dpus, L) if self.spec.needs_visits else None
+        if self.independent:
+            self.q = self.raw.astype(np.float64) * raw_scale(p0.dtype, p0.frac_bits)
+            return host_s
+        t0 = time.perf_counter()
+        if visits is not None:
+            visits, self.visits_before = visits - self.visits_before, visits
+        self.q = AGGREGATORS[self.spec.name](self.raw, raw_scale(p0.dtype, p0.frac_bits), visits)
+        host_s += time.perf_counter() - t0
+        if not last:
+            with dpus.phase("inter_dpu"):
+                OnlineTrainer._broadcast_q(dpus, L, float_to_raw(self.q, p0.dtype, p0.frac_bits))
+        return host_s
+
+    def progress(self, r: int) -> dict:
+        return {"steps_per_dpu": self.done, "env_steps": self.done * len(self.words)}
+
+    def elapsed_s(self, last: bool) -> float:
+        ledger = self.dpus.alloc.ledger
+        if self.real:
+            return sum(ledger.measured_s.get(c, 0.0) for c in CATEGORIES)
+        return ledger.modelled_total_s
+
+    def table(self, r: int, last: bool):
+        return self.q
+
+    def snapshot(self, r: int, last: bool) -> dict:
+        from pimrl import checkpoint as ckpt
+
+        arrays = dict(ckpt.peek_dpus(self.dpus, self.heap), counters=self.counters)
+        if not np.isscalar(self.visits_before):
+            arrays["visits_before"] = self.visits_before
+        if last:
+            arrays.update(q=self.q, raw=self.raw)
+        return arrays
+
+    def resume(self, meta: dict, arrays: dict) -> int:
+        from pimrl import checkpoint as ckpt
+
+        ckpt.check_scheme(meta, self.name, len(self.round_steps))
+        ckpt.poke_dpus(self.dpus, arrays, self.heap)
+        ckpt.restore_ledger(self.dpus.alloc.ledger, meta)
+        start = int(meta["round"])
+        self.counters = arrays["counters"].copy()
+        if "visits_before" in arrays:
+            self.visits_before = arrays["visits_before"].copy()
+        self.done = int(self.round_steps[:start].sum())
+        if start == len(self.round_steps):       # a finished run
+            self.q, self.raw = arrays["q"].copy(), arrays["raw"].copy()
+        return start
+
+
 class OnlineTrainer:
     """Online learning on ``n_dpus`` simulated DPUs.
 
@@ -78,8 +164,9 @@ class OnlineTrainer:
     DPU (``agents="independent"``); ``steps`` environment steps per DPU in all, split evenly
     over the rounds of ``aggregate`` (``mean`` | ``weighted`` | ``sync:R`` |
     ``sync:R:weighted``). ``params``: one :class:`OnlineParams`, or one per DPU (a
-    hyperparameter grid; independent agents only). ``on_round(r, q, timings)`` is called
-    after each round's aggregation (shared agents) with the aggregate as float64.
+    hyperparameter grid; independent agents only). ``on_round(round, q, ledger)`` is called
+    after each round (:data:`pimrl.learners.aggregate.OnRound`): ``q`` the aggregate as
+    float64, or each DPU's table for independent agents.
 
     After ``fit``: ``q_`` (float64 aggregate, or (n_dpus, S, A) for independent agents),
     ``timings_`` (the ledger), ``counters_`` (summed over launches), ``rounds_`` (per round:
@@ -106,7 +193,7 @@ class OnlineTrainer:
     def __init__(self, params, n_dpus: int = 64, tasklets: int = 16, aggregate: str = "mean",
                  agents: str = "shared", hardware: Hardware | str = "upmem-2556",
                  kernel="numba", force_mram: bool = False, checkpoint=None, placement=None,
-                 device: str = "simulator"):
+                 device: str = "simulator", on_round=None):
         self.params = params
         self.n_dpus = n_dpus
         self.tasklets = tasklets
@@ -120,8 +207,9 @@ class OnlineTrainer:
         # placement(n_dpus, hw): a DPU set elsewhere (pimrl.pim.distributed.DaskPlacement)
         self.placement = placement
         self.device = device        # a key of pimrl.devices.DEVICES
+        self.on_round = on_round    # instrumentation (pimrl.learners.aggregate.OnRound)
 
-    def fit(self, envs, steps: int, on_round=None) -> "OnlineTrainer":
+    def fit(self, envs, steps: int) -> "OnlineTrainer":
         t_start = time.perf_counter()
         n = self.n_dpus
         if self.agents not in ("shared", "independent"):
@@ -195,14 +283,6 @@ class OnlineTrainer:
             dpus = dpu_alloc(n, machine=Machine(hw)) if self.placement is None else \
                 self.placement(n, hw)
         L = program.layout
-        time_key = "measured_s" if real else "modelled_s"
-
-        def elapsed_s(ledger):
-            if real:
-                return sum(ledger.measured_s.get(c, 0.0) for c in CATEGORIES)
-            return ledger.modelled_total_s
-        counters = np.zeros((n, len(kernels.ONLINE_COUNTERS)), dtype=np.int64)
-        rounds = []
         try:
             dpus.load(program)
             with dpus.phase("cpu_dpu"):
@@ -221,84 +301,24 @@ class OnlineTrainer:
                 if spec.needs_visits and L.visits_mram is not None:
                     dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.visits_mram,
                                       np.zeros(4 * S * A, dtype=np.uint8))
-            round_steps = np.diff(even_bounds(int(steps), spec.rounds))
-            raw_dtype = np.int32 if p0.dtype == "int32" else np.float32
-            agg_s = eval_s = 0.0
-            visits_before = 0
-            done = start = 0
-            ck = self.checkpoint
-            if ck is not None:
-                from pimrl import checkpoint as ckpt
-
-                scheme = f"online-{self.agents}"
-                heap = self._heap_ranges(L, spec.needs_visits)
-                if ck.state is not None:        # resume: the DPUs' memories, the ledger, ...
-                    meta, arrays = ck.state["meta"], ck.state["arrays"]
-                    ckpt.check_scheme(meta, scheme, len(round_steps))
-                    ckpt.poke_dpus(dpus, arrays, heap)
-                    ckpt.restore_ledger(dpus.alloc.ledger, meta)
-                    start = int(meta["round"])
-                    counters = arrays["counters"].copy()
-                    if "visits_before" in arrays:
-                        visits_before = arrays["visits_before"].copy()
-                    agg_s = float(meta["host_aggregation_s"])
-                    rounds = list(meta["history"])
-                    done = int(round_steps[:start].sum())
-                    if start == len(round_steps):       # a finished run
-                        q, raw = arrays["q"].copy(), arrays["raw"].copy()
-
-                def snapshot():
-                    arrays = dict(ckpt.peek_dpus(dpus, heap), counters=counters)
-                    if not np.isscalar(visits_before):
-                        arrays["visits_before"] = visits_before
-                    if r == len(round_steps) - 1:
-                        arrays.update(q=q, raw=raw)
-                    meta = {"scheme": scheme, "ledger": ckpt.ledger_meta(dpus.alloc.ledger),
-                            "history": rounds, "host_aggregation_s": agg_s}
-                    return meta, arrays
-            for r in range(start, len(round_steps)):
-                k = round_steps[r]
-                last = r == len(round_steps) - 1
-                words[:, OP_STEPS] = k
-                with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-                    dpus.scatter_to("params", 0, words.view(np.uint8).reshape(n, -1))
-                result = dpus.launch()
-                counters += result.counters
-                done += int(k)
-                with dpus.phase("dpu_cpu" if last else "inter_dpu"):
-                    raw = self._gather_q(dpus, L, raw_dtype)
-                    visits = self._gather_visits(dpus, L) if spec.needs_visits else None
-                if independent:
-                    q = raw.astype(np.float64) * raw_scale(p0.dtype, p0.frac_bits)
-                else:
-                    t0 = time.perf_counter()
-                    if visits is not None:
-                        visits, visits_before = visits - visits_before, visits
-                    q = AGGREGATORS[spec.name](raw, raw_scale(p0.dtype, p0.frac_bits), visits)
-                    agg_s += time.perf_counter() - t0
-                    if not last:
-                        with dpus.phase("inter_dpu"):
-                            self._broadcast_q(dpus, L, float_to_raw(q, p0.dtype, p0.frac_bits))
-                row = {"round": r + 1, "steps_per_dpu": done, "env_steps": done * n,
-                       time_key: elapsed_s(dpus.alloc.ledger)}
-                if on_round is not None:
-                    t0 = time.perf_counter()
-                    row.update(on_round(r, q, dpus.alloc.ledger) or {})
-                    eval_s += time.perf_counter() - t0
-                rounds.append(row)
-                if ck is not None:          # a round boundary: after the broadcast
-                    ck.boundary(r + 1, len(round_steps), snapshot)
+            scheme = OnlineRounds(dpus, L, words, spec, p0, int(steps), self.agents, real,
+                                  self._heap_ranges(L, spec.needs_visits))
+            loop = RoundLoop(spec.rounds, lambda: dpus.alloc.ledger,
+                             "measured_s" if real else "modelled_s", self.on_round,
+                             self.checkpoint)
+            loop.run(scheme)
         finally:
             dpus.free()
-        self.q_ = q
-        self.raw_ = raw
+        self.q_ = scheme.q
+        self.raw_ = scheme.raw
         self.timings_ = dpus.alloc.ledger
-        self.timings_.measure("host_aggregation", agg_s)
-        self.timings_.measure("host_evaluation", eval_s)
+        self.timings_.measure("host_aggregation", loop.host_s)
+        self.timings_.measure("host_evaluation", loop.eval_s)
         self.timings_.measure("run_wall" if real else "simulation_wall",
                               time.perf_counter() - t_start)
+        counters = scheme.counters
         self.counters_ = counters
-        self.rounds_ = rounds
+        self.rounds_ = loop.history
         self.program_ = program
         self.layout_ = L
         self.hardware_ = hw

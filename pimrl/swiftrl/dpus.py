@@ -214,3 +214,12 @@ def check_resumable(dpus) -> None:
     if not isinstance(dpus, DpuPackageSet) or not dpus.modelled:
         raise ValueError("--checkpoint: runs on the simulator in this process only "
                          "(--device simulator, --executor local)")
+
+
+def add_tasklet_counters(total, dpus):
+    """``total`` plus the last run's counters of each tasklet (None where the program keeps
+    none)."""
+    last = dpus.tasklet_counters() if hasattr(dpus, "tasklet_counters") else None
+    if last is None:
+        return total
+    return last.copy() if total is None else total + last

@@ -32,6 +32,7 @@ import numpy as np
 from pimrl.learners import fixedpoint
 from pimrl.learners.kernels import compiled
 from pimrl.learners.reference import record_words
+from pimrl.learners.rounds import RoundLoop
 from pimrl.learners.variants import (
     P_EPOCHS, P_N_RECORDS, P_OWN_HI, P_OWN_LO, P_OWN_SHARED, PARAMS_WORDS,
 )
@@ -99,23 +100,131 @@ def reference_owned(records, n_states: int, n_actions: int, params, n_dpus: int,
     return assemble_table(plan, q, p.dtype, p.frac_bits), q, plan
 
 
+# --------------------------------------------------------------------------- the rounds
+class OwnRounds:
+    """``own:R`` as rounds of :class:`~pimrl.learners.rounds.RoundLoop`: in each round the
+    DPUs learn their states' rows for the round's epochs; between rounds the host gathers
+    each DPU's values at the edges of its range and its halo (``v_out``), computes the
+    values of every state (:func:`_values_of`) and sends each DPU the ones it reads; the last
+    round gathers the tables. After the rounds: ``tables`` (the DPUs' last tables),
+    ``counters`` and ``tasklet_counters`` (summed over the launches)."""
+
+    name = "own"
+
+    def __init__(self, dpus, plan, ids, policy, p, params, rounds, n_states, n_actions,
+                 program_states, hw):
+        self.dpus, self.plan, self.ids, self.policy, self.p = dpus, plan, ids, policy, p
+        self.params, self.n_states, self.n_actions = params, n_states, n_actions
+        self.program_states = program_states
+        self.raw_dtype = np.int32 if p.dtype == "int32" else np.float32
+        self.nq = program_states * n_actions
+        self.out_words = 2 * n_actions + plan.longest_range
+        self.global_states = None if ids is None else n_states    # assemble_table's local layout
+        self.v = np.zeros(n_states, self.raw_dtype)   # V0 = 0: the WRAM globals' load-time zeros
+        self.counters = np.zeros((len(params), len(kcost.COUNTERS)), dtype=np.int64)
+        self.tasklet_counters = None
+        self.round_epochs = np.diff(even_bounds(p.epochs, rounds))
+        self.sent = None
+        self.tables = None
+        # What stopping after a round would add: gathering the tables (as the last round does).
+        self.stop_s = cost.parallel_transfer_seconds(hw, 4 * self.nq, len(params),
+                                                     dpus.n_ranks(), False)
+
+    def _tables(self, rows):
+        return rows.view(self.raw_dtype).reshape(len(self.params), self.program_states,
+                                                 self.n_actions)
+
+    def run_round(self, r: int, last: bool) -> float:
+        from pimrl.swiftrl.dpus import add_tasklet_counters
+
+        dpus, params, n, host_s = self.dpus, self.params, len(self.params), 0.0
+        params[:, P_EPOCHS] = self.round_epochs[r]
+        if self.sent is None or not np.array_equal(self.sent, params):   # only when they change
+            with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+                dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
+            self.sent = params.copy()
+        dpus.run()
+        self.tasklet_counters = add_tasklet_counters(self.tasklet_counters, dpus)
+        if last:
+            with dpus.phase("dpu_cpu"):
+                self.counters += dpus.counters(len(kcost.COUNTERS))
+                self.tables = self._tables(dpus.pull_rows("q_table", 4 * self.nq))
+            return host_s
+        with dpus.phase("inter_dpu"):
+            self.counters += dpus.counters(len(kcost.COUNTERS))
+            out = dpus.pull_rows("v_out", 4 * self.out_words).view(self.raw_dtype).reshape(
+                n, self.out_words)
+        t0 = time.perf_counter()
+        na = self.n_actions
+        edges = out[:, : 2 * na].reshape(n, 2, na)
+        self.v = _values_of(self.plan, edges, out[:, 2 * na:], self.v, self.p, self.n_states,
+                            self.policy)
+        host_s += time.perf_counter() - t0
+        with dpus.phase("inter_dpu"):
+            if self.ids is None:
+                dpus.push_all("v_table", self.v)
+            else:       # each DPU the values of its own states and its halo
+                dpus.push_rows("v_table", self.ids.values(self.v).view(np.uint8).reshape(n, -1))
+        return host_s
+
+    def progress(self, r: int) -> dict:
+        return {"epochs_done": int(self.round_epochs[: r + 1].sum())}
+
+    def elapsed_s(self, last: bool) -> float:
+        return self.dpus.elapsed_s() + (0.0 if last else self.stop_s)
+
+    def table(self, r: int, last: bool):
+        # Instrumentation, outside the modelled run: the tables as they stand.
+        snap = self.tables if last else self._tables(self.dpus.peek_rows("q_table", 4 * self.nq))
+        return assemble_table(self.plan, snap, self.p.dtype, self.p.frac_bits,
+                              self.global_states)
+
+    def snapshot(self, r: int, last: bool) -> dict:
+        from pimrl import checkpoint as ckpt
+
+        arrays = dict(ckpt.peek_dpus(self.dpus), counters=self.counters, v=self.v,
+                      sent=self.sent, own_bounds=self.plan.bounds, own_ranges=self.plan.own)
+        if self.tasklet_counters is not None:
+            arrays["tasklet_counters"] = self.tasklet_counters
+        if last:
+            arrays["tables"] = self.tables
+        return arrays
+
+    def resume(self, meta: dict, arrays: dict) -> int:
+        from pimrl import checkpoint as ckpt
+
+        if not (np.array_equal(arrays["own_bounds"], self.plan.bounds)
+                and np.array_equal(arrays["own_ranges"], self.plan.own)):
+            raise ckpt.CheckpointMismatch("--resume: the checkpoint's owner plan "
+                                          "differs from this run's")
+        start, self.counters, self.tasklet_counters = ckpt.resume_dpus(
+            self.dpus, {"meta": meta, "arrays": arrays}, self.name, len(self.round_epochs))
+        self.v = arrays["v"].copy()
+        self.sent = arrays["sent"].copy()
+        if start == len(self.round_epochs):      # a finished run
+            self.tables = arrays["tables"].copy()
+        return start
+
+
 # --------------------------------------------------------------------------- the host
-def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
-    """``PimTrainer.fit`` for ``own:R``: sets the same attributes, plus ``rounds_``."""
+def fit_owned(trainer, factory, records, n_states, n_actions, rounds):
+    """``PimTrainer.fit``'s work for ``own:R`` with the trainer's parameters (``trainer``) and
+    DPU program ``factory``: what the trainer keeps, as a namespace (``q``, ``timings``,
+    ``history``, ``plan``, ``layout``, ``program_states``, ``counters``,
+    ``tasklet_counters``, ``program``, ``hw``, ``tables``)."""
+    from types import SimpleNamespace
     from dataclasses import replace
 
     from pimrl.pim.hardware import get_hardware
     from pimrl.learners.variants import Variant
     from pimrl.rlkernel.layout import RECORD_BYTES, wram_needed
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
-    from pimrl.swiftrl.dpus import DpuPackageSet, dpu_package
+    from pimrl.swiftrl.dpus import DpuPackageSet, check_resumable, dpu_package
     from pimrl.swiftrl.records import dpu_record_matrix, rows_layout
-    from pimrl.swiftrl.trainer import KERNELS, add_tasklet_counters
 
     t_start = time.perf_counter()
     p = replace(trainer.params, bootstrap="owned")
     hw = get_hardware(trainer.hardware) if isinstance(trainer.hardware, str) else trainer.hardware
-    factory = trainer.kernel if callable(trainer.kernel) else KERNELS[trainer.kernel]
     plan = plan_owners(records, n_states, n_actions, trainer.n_dpus)
     n = trainer.n_dpus
     longest = int(np.diff(plan.bounds).max())
@@ -148,11 +257,7 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
     if not matrix.flags.writeable:      # the SDK's copy takes writable buffers only
         matrix = matrix.copy()
     raw_dtype = np.int32 if p.dtype == "int32" else np.float32
-    nq = program_states * n_actions
-    out_words = 2 * n_actions + plan.longest_range
-    global_states = None if ids is None else n_states     # assemble_table's local layout
     dpus = DpuPackageSet(dpu_package("simulator"), n, program, hw)
-    history = []
     try:
         with dpus.phase("cpu_dpu"):
             dpus.push_rows(DPU_MRAM_HEAP_POINTER_NAME, matrix.view(np.uint8).reshape(n, -1))
@@ -185,98 +290,22 @@ def fit_owned(trainer, records, n_states, n_actions, rounds, on_round=None):
             if lane_words is not None:
                 for symbol, words in lane_words.items():
                     dpus.push_rows(symbol, words.view(np.uint8).reshape(n, -1))
-        v = np.zeros(n_states, raw_dtype)       # V0 = 0: the WRAM globals' load-time zeros
-        counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
-        tasklet_counters = None
-        round_epochs = np.diff(even_bounds(p.epochs, rounds))
-        agg_s = 0.0
-        sent = None
-        # What stopping after a round would add: gathering the tables (as the last round does).
-        stop_s = cost.parallel_transfer_seconds(hw, 4 * nq, n, dpus.n_ranks(), False)
+        scheme = OwnRounds(dpus, plan, ids, policy, p, params, rounds, n_states, n_actions,
+                           program_states, hw)
         ck = getattr(trainer, "checkpoint", None)
-        start = 0
         if ck is not None:
-            from pimrl import checkpoint as ckpt
-            from pimrl.swiftrl.dpus import check_resumable
-
             check_resumable(dpus)
-            if ck.state is not None:    # resume: the DPUs' memories, the ledger, V, ...
-                meta, arrays = ck.state["meta"], ck.state["arrays"]
-                if not (np.array_equal(arrays["own_bounds"], plan.bounds)
-                        and np.array_equal(arrays["own_ranges"], plan.own)):
-                    raise ckpt.CheckpointMismatch("--resume: the checkpoint's owner plan "
-                                                  "differs from this run's")
-                start, counters, tasklet_counters = ckpt.resume_dpus(dpus, ck.state, "own",
-                                                                     len(round_epochs))
-                v = arrays["v"].copy()
-                sent = arrays["sent"].copy()
-                agg_s = float(meta["host_aggregation_s"])
-                history = list(meta["history"])
-                if start == len(round_epochs):      # a finished run
-                    tables = arrays["tables"].copy()
-
-            def snapshot():
-                arrays = dict(ckpt.peek_dpus(dpus), counters=counters, v=v, sent=sent,
-                              own_bounds=plan.bounds, own_ranges=plan.own)
-                if tasklet_counters is not None:
-                    arrays["tasklet_counters"] = tasklet_counters
-                if r == len(round_epochs) - 1:
-                    arrays["tables"] = tables
-                meta = {"scheme": "own", "ledger": ckpt.ledger_meta(dpus.ledger()),
-                        "history": history, "host_aggregation_s": agg_s}
-                return meta, arrays
-        for r in range(start, len(round_epochs)):
-            epochs = round_epochs[r]
-            last = r == len(round_epochs) - 1
-            params[:, P_EPOCHS] = epochs
-            if sent is None or not np.array_equal(sent, params):    # only when they change
-                with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-                    dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
-                sent = params.copy()
-            dpus.run()
-            tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
-            if last:
-                with dpus.phase("dpu_cpu"):
-                    counters += dpus.counters(len(kcost.COUNTERS))
-                    tables = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(
-                        n, program_states, n_actions)
-            else:
-                with dpus.phase("inter_dpu"):
-                    counters += dpus.counters(len(kcost.COUNTERS))
-                    out = dpus.pull_rows("v_out", 4 * out_words).view(raw_dtype).reshape(
-                        n, out_words)
-                t0 = time.perf_counter()
-                edges = out[:, : 2 * n_actions].reshape(n, 2, n_actions)
-                v = _values_of(plan, edges, out[:, 2 * n_actions:], v, p, n_states, policy)
-                agg_s += time.perf_counter() - t0
-                with dpus.phase("inter_dpu"):
-                    if ids is None:
-                        dpus.push_all("v_table", v)
-                    else:       # each DPU the values of its own states and its halo
-                        dpus.push_rows("v_table", ids.values(v).view(np.uint8).reshape(n, -1))
-            entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
-                     "modelled_s": dpus.elapsed_s() + (0.0 if last else stop_s)}
-            if on_round is not None:
-                # Instrumentation, outside the modelled run: the tables as they stand.
-                snap = tables if last else dpus.peek_rows("q_table", 4 * nq).view(
-                    raw_dtype).reshape(n, program_states, n_actions)
-                entry.update(on_round(assemble_table(plan, snap, p.dtype, p.frac_bits,
-                                                     global_states)))
-            history.append(entry)
-            if ck is not None:              # a round boundary: after the broadcast of V
-                ck.boundary(r + 1, len(round_epochs), snapshot)
+        loop = RoundLoop(rounds, dpus.ledger, "modelled_s", trainer.on_round, ck)
+        loop.run(scheme)
         t0 = time.perf_counter()
-        q = assemble_table(plan, tables, p.dtype, p.frac_bits, global_states)
-        agg_s += time.perf_counter() - t0
+        q = assemble_table(plan, scheme.tables, p.dtype, p.frac_bits, scheme.global_states)
+        agg_s = loop.host_s + time.perf_counter() - t0
     finally:
         dpus.free()
-    trainer.q_ = q
-    trainer.timings_ = dpus.ledger()
-    trainer.timings_.measure("host_aggregation", agg_s)
-    trainer.timings_.measure("simulation_wall", time.perf_counter() - t_start)
-    trainer.plan_ = plan
-    trainer.own_layout_ = layout
-    trainer.program_states_ = program_states
-    trainer.rounds_ = history
-    return trainer._set_learned(counters, plan.bounds, program, hw, tables,
-                                tasklet_counters=tasklet_counters)
+    timings = dpus.ledger()
+    timings.measure("host_aggregation", agg_s)
+    timings.measure("simulation_wall", time.perf_counter() - t_start)
+    return SimpleNamespace(q=q, timings=timings, history=loop.history, plan=plan, layout=layout,
+                           program_states=program_states, counters=scheme.counters,
+                           tasklet_counters=scheme.tasklet_counters, program=program, hw=hw,
+                           tables=scheme.tables)

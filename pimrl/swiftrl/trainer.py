@@ -15,6 +15,7 @@ import numpy as np
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.learners.params import LearnerParams
 from pimrl.learners.reference import check_records
+from pimrl.learners.rounds import RoundLoop
 from pimrl.learners.variants import P_EPOCHS, P_N_RECORDS, P_SAMPLING, PARAMS_WORDS, SAMPLING
 from pimrl.partition import even_bounds
 from pimrl.pim.hardware import Hardware, get_hardware
@@ -25,7 +26,7 @@ from pimrl.rlkernel.layout import RECORD_BYTES
 from pimrl.rlkernel.program import RlProgram
 from pimrl.rng import lane_seeds
 from pimrl.swiftrl.dpus import (
-    DEVICES, DpuPackageSet, SystemSetDpus, check_resumable, dpu_package,
+    DEVICES, DpuPackageSet, SystemSetDpus, add_tasklet_counters, check_resumable, dpu_package,
 )
 from pimrl.swiftrl.records import check_dpu_records, dpu_records, partition_records
 from pimrl.swiftrl.windows import WindowStream, check_window, plan_windows
@@ -59,13 +60,93 @@ def too_many_dpus(n_dpus: int, hw: Hardware) -> str:
     return f"--dpus {n_dpus}: {hw.name} has {hw.n_dpus} functional DPUs ({advice})"
 
 
-def add_tasklet_counters(total, dpus):
-    """``total`` plus the last run's counters of each tasklet (None where the program keeps
-    none)."""
-    last = dpus.tasklet_counters() if hasattr(dpus, "tasklet_counters") else None
-    if last is None:
-        return total
-    return last.copy() if total is None else total + last
+class AveragingRounds:
+    """SwiftRL's schemes as rounds of :class:`~pimrl.learners.rounds.RoundLoop` (``mean``,
+    ``weighted``, ``sync:R``, ``sync:R:weighted``): in each round the DPUs learn their
+    partitions for the round's epochs (window by window where ``windows`` is set), the host
+    gathers their tables (and visit counts), aggregates them and, between rounds, broadcasts
+    the aggregate back. After the rounds: ``q`` (the aggregate), ``raw`` (the DPUs' last
+    tables), ``counters`` and ``tasklet_counters`` (summed over the launches)."""
+
+    name = "mean"        # the checkpoints' tag of every averaging scheme
+
+    def __init__(self, dpus, spec, p, params, windows, stream, n_states, n_actions):
+        self.dpus, self.spec, self.p, self.params = dpus, spec, p, params
+        self.windows, self.stream = windows, stream
+        self.shape = (len(params), n_states, n_actions)
+        self.round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
+        self.counters = np.zeros((len(params), len(kcost.COUNTERS)), dtype=np.int64)
+        self.tasklet_counters = None
+        self.visits_before = 0
+        self.q = self.raw = None
+
+    def _add_counters(self):
+        self.counters += self.dpus.counters(len(kcost.COUNTERS))
+        self.tasklet_counters = add_tasklet_counters(self.tasklet_counters, self.dpus)
+
+    def run_round(self, r: int, last: bool) -> float:
+        dpus, p, params, windows = self.dpus, self.p, self.params, self.windows
+        n, nq = len(params), self.shape[1] * self.shape[2]
+        epochs = self.round_epochs[r]
+        if windows is None:
+            params[:, P_EPOCHS] = epochs
+            with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
+                dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
+            dpus.run()
+        else:           # each epoch window by window; the last run's counters below
+            for k in range(epochs * windows.n_windows):
+                if k:
+                    with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+                        self._add_counters()
+                self.stream.push(k % windows.n_windows)
+                dpus.run()
+        with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+            self._add_counters()
+            raw_dtype = np.int32 if p.dtype == "int32" else np.float32
+            self.raw = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(self.shape)
+            visits = (dpus.pull_rows("visits", 4 * nq).view(np.uint32).reshape(self.shape)
+                      if self.spec.needs_visits else None)
+        t0 = time.perf_counter()
+        if visits is not None:          # weight by this round's updates only
+            visits, self.visits_before = visits - self.visits_before, visits
+        self.q = AGGREGATORS[self.spec.name](self.raw, raw_scale(p.dtype, p.frac_bits), visits)
+        host_s = time.perf_counter() - t0
+        if not last:
+            with dpus.phase("inter_dpu"):
+                dpus.push_all("q_table", float_to_raw(self.q, p.dtype, p.frac_bits))
+        return host_s
+
+    def progress(self, r: int) -> dict:
+        return {"epochs_done": int(self.round_epochs[: r + 1].sum())}
+
+    def elapsed_s(self, last: bool) -> float:
+        return self.dpus.elapsed_s()
+
+    def table(self, r: int, last: bool):
+        return self.q
+
+    def snapshot(self, r: int, last: bool) -> dict:
+        from pimrl import checkpoint as ckpt
+
+        arrays = dict(ckpt.peek_dpus(self.dpus), counters=self.counters)
+        if self.tasklet_counters is not None:
+            arrays["tasklet_counters"] = self.tasklet_counters
+        if not np.isscalar(self.visits_before):
+            arrays["visits_before"] = self.visits_before
+        if last:
+            arrays.update(q=self.q, tables=self.raw)
+        return arrays
+
+    def resume(self, meta: dict, arrays: dict) -> int:
+        from pimrl import checkpoint as ckpt
+
+        start, self.counters, self.tasklet_counters = ckpt.resume_dpus(
+            self.dpus, {"meta": meta, "arrays": arrays}, self.name, len(self.round_epochs))
+        if "visits_before" in arrays:
+            self.visits_before = arrays["visits_before"].copy()
+        if start == len(self.round_epochs):      # a finished run
+            self.q, self.raw = arrays["q"].copy(), arrays["tables"].copy()
+        return start
 
 
 class PimTrainer:
@@ -108,7 +189,7 @@ class PimTrainer:
         self.keep_dpu_tables = keep_dpu_tables
         self.kernel = kernel
         self.placement = placement
-        self.on_round = on_round     # q (float64) -> dict, after every round (instrumentation)
+        self.on_round = on_round     # instrumentation (pimrl.learners.aggregate.OnRound)
         self.device = device
         self.own_layout = own_layout  # own:R: "auto", "global" or "local" (swiftrl/owned.py)
         # a pimrl.checkpoint.Checkpoint: written at round boundaries, resumed from
@@ -149,7 +230,13 @@ class PimTrainer:
                                  "only (--device simulator)")
             from pimrl.swiftrl.owned import fit_owned
 
-            return fit_owned(self, records, n_states, n_actions, spec.rounds, self.on_round)
+            own = fit_owned(self, self._kernel_factory(), records, n_states, n_actions,
+                            spec.rounds)
+            self.q_, self.timings_, self.rounds_ = own.q, own.timings, own.history
+            self.plan_, self.own_layout_, self.program_states_ = (own.plan, own.layout,
+                                                                  own.program_states)
+            return self._set_learned(own.counters, own.plan.bounds, own.program, own.hw,
+                                     own.tables, tasklet_counters=own.tasklet_counters)
         hw = get_hardware(self.hardware) if isinstance(self.hardware, str) else self.hardware
         if simulated and self.n_dpus > hw.n_dpus:
             raise ValueError(too_many_dpus(self.n_dpus, hw))
@@ -169,13 +256,7 @@ class PimTrainer:
                                                  count_visits=spec.needs_visits,
                                                  tasklet_mode=p.tasklet_mode)
         else:
-            if callable(self.kernel):
-                factory = self.kernel
-            elif self.kernel in KERNELS:
-                factory = KERNELS[self.kernel]
-            else:
-                raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
-            program = factory(n_states, n_actions, self.tasklets, p.algo, p.dtype, dpu_sampling,
+            program = self._kernel_factory()(n_states, n_actions, self.tasklets, p.algo, p.dtype, dpu_sampling,
                               block, hw, count_visits=spec.needs_visits,
                               tasklet_mode=p.tasklet_mode)
         ordered, bounds = partition_records(records, self.n_dpus, self.partition, self.shuffle_seed)
@@ -231,89 +312,23 @@ class PimTrainer:
                                           lane_words, dpus, params)
                 matrix = None
 
-            round_epochs = np.diff(even_bounds(p.epochs, spec.rounds))
-            counters = np.zeros((n, len(kcost.COUNTERS)), dtype=np.int64)
-            tasklet_counters = None
-            agg_s = 0.0
-            visits_before = 0
-            self.rounds_ = []
-            nq = n_states * n_actions
-            raw_dtype = np.int32 if p.dtype == "int32" else np.float32
-            time_key = "modelled_s" if dpus.modelled else "measured_s"
-            ck = self.checkpoint
-            start = 0
-            if ck is not None:
-                from pimrl import checkpoint as ckpt
-
+            rounds = AveragingRounds(dpus, spec, p, params, windows, stream, n_states,
+                                     n_actions)
+            if self.checkpoint is not None:
                 check_resumable(dpus)
-                if ck.state is not None:        # resume: the DPUs' memories, the ledger, ...
-                    meta, arrays = ck.state["meta"], ck.state["arrays"]
-                    start, counters, tasklet_counters = ckpt.resume_dpus(
-                        dpus, ck.state, "mean", len(round_epochs))
-                    if "visits_before" in arrays:
-                        visits_before = arrays["visits_before"].copy()
-                    agg_s = float(meta["host_aggregation_s"])
-                    self.rounds_ = list(meta["history"])
-                    if start == len(round_epochs):      # a finished run
-                        q, raw = arrays["q"].copy(), arrays["tables"].copy()
-
-                def snapshot():
-                    arrays = dict(ckpt.peek_dpus(dpus), counters=counters)
-                    if tasklet_counters is not None:
-                        arrays["tasklet_counters"] = tasklet_counters
-                    if not np.isscalar(visits_before):
-                        arrays["visits_before"] = visits_before
-                    if r == len(round_epochs) - 1:
-                        arrays.update(q=q, tables=raw)
-                    meta = {"scheme": "mean", "ledger": ckpt.ledger_meta(dpus.ledger()),
-                            "history": self.rounds_, "host_aggregation_s": agg_s}
-                    return meta, arrays
-            for r in range(start, len(round_epochs)):
-                epochs = round_epochs[r]
-                last = r == len(round_epochs) - 1
-                if windows is None:
-                    params[:, P_EPOCHS] = epochs
-                    with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-                        dpus.push_rows("params", params.view(np.uint8).reshape(n, -1))
-                    dpus.run()
-                else:           # each epoch window by window; the last run's counters below
-                    for k in range(epochs * windows.n_windows):
-                        if k:
-                            with dpus.phase("dpu_cpu" if last else "inter_dpu"):
-                                counters += dpus.counters(len(kcost.COUNTERS))
-                                tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
-                        stream.push(k % windows.n_windows)
-                        dpus.run()
-                with dpus.phase("dpu_cpu" if last else "inter_dpu"):
-                    counters += dpus.counters(len(kcost.COUNTERS))
-                    tasklet_counters = add_tasklet_counters(tasklet_counters, dpus)
-                    raw = dpus.pull_rows("q_table", 4 * nq).view(raw_dtype).reshape(
-                        n, n_states, n_actions)
-                    visits = (dpus.pull_rows("visits", 4 * nq).view(np.uint32).reshape(
-                        n, n_states, n_actions) if spec.needs_visits else None)
-                t0 = time.perf_counter()
-                if visits is not None:          # weight by this round's updates only
-                    visits, visits_before = visits - visits_before, visits
-                q = AGGREGATORS[spec.name](raw, raw_scale(p.dtype, p.frac_bits), visits)
-                agg_s += time.perf_counter() - t0
-                if not last:
-                    with dpus.phase("inter_dpu"):
-                        dpus.push_all("q_table", float_to_raw(q, p.dtype, p.frac_bits))
-                entry = {"round": r + 1, "epochs_done": int(round_epochs[: r + 1].sum()),
-                         time_key: dpus.elapsed_s()}
-                if self.on_round is not None:
-                    entry.update(self.on_round(q))
-                self.rounds_.append(entry)
-                if ck is not None:          # a round boundary: after the broadcast
-                    ck.boundary(r + 1, len(round_epochs), snapshot)
+            loop = RoundLoop(spec.rounds, dpus.ledger,
+                             "modelled_s" if dpus.modelled else "measured_s", self.on_round,
+                             self.checkpoint)
+            self.rounds_ = loop.history     # filled as the rounds end (and on a resume)
+            loop.run(rounds)
         finally:
             if stream is not None:
                 stream.close()
             dpus.free()
 
-        self.q_ = q
+        self.q_ = rounds.q
         self.timings_ = dpus.ledger()
-        self.timings_.measure("host_aggregation", agg_s)
+        self.timings_.measure("host_aggregation", loop.host_s)
         self.timings_.measure("simulation_wall" if dpus.modelled else "run_wall",
                               time.perf_counter() - t_start)
         transfers = getattr(dpus.set, "transfers", None) if isinstance(dpus, SystemSetDpus) else None
@@ -322,8 +337,17 @@ class PimTrainer:
                                           dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
-        return self._set_learned(counters, bounds, program, hw, raw, fresh=True,
-                                 tasklet_counters=tasklet_counters)
+        return self._set_learned(rounds.counters, bounds, program, hw, rounds.raw, fresh=True,
+                                 tasklet_counters=rounds.tasklet_counters)
+
+    def _kernel_factory(self):
+        """The DPU program factory ``kernel`` names (a key of :data:`KERNELS`), or ``kernel``
+        itself where it is one."""
+        if callable(self.kernel):
+            return self.kernel
+        if self.kernel in KERNELS:
+            return KERNELS[self.kernel]
+        raise ValueError(f"unknown kernel {self.kernel!r}; use {' or '.join(KERNELS)}")
 
     def block_for(self, n_states, n_actions, hw, count_visits, bootstrap="table") -> int:
         """The DMA block of this run (sets ``block_``): ``block_bytes``, or when None the
