@@ -86,7 +86,8 @@ def test_cpu_run_epoch_by_epoch_equals_the_whole_run(variant):
     whole = cpu_baseline(rec, env.n_states, env.n_actions, p, threads=2, partitions=2)
     calls = []
 
-    def evaluate(q):
+    def evaluate(epoch, q, ledger):       # the on_round contract: (round, q, ledger)
+        assert epoch == len(calls) and ledger is None
         calls.append(q.copy())
         return {"mean_return": float(len(calls)), "success_rate": 0.0, "reached": len(calls) == 3}
 
@@ -224,6 +225,14 @@ def test_a_sweep_written_before_the_energy_columns_resumes(tmp_path):
     assert report.failed_rows == [] and report.computed_rows == 1
     again = read_results(out / "results.csv")
     assert [r["pim_energy_modelled_j"] == "" for r in again] == [True] * (len(rows) - 1) + [False]
+    # A new row whose baseline an old row holds: the old baseline (no energy) is not copied
+    # into it; the baseline is measured again, with its energy.
+    cfg.write_text(TABLES.replace('aggregators = ["own:2"]', 'aggregators = ["own:2", "own:1"]'))
+    report = run_scale(cfg, out, progress=False)
+    assert report.failed_rows == [] and report.computed_rows == 2 and report.cpu_runs >= 1
+    new = [r for r in read_results(out / "results.csv") if r["aggregator"] == "own:1"]
+    assert len(new) == 2 and all(r["cpu_1t_energy_modelled_j"] or r["cpu_1t_energy_measured_j"]
+                                 for r in new)
 
 
 def test_the_table_size_sweep_report(tmp_path):

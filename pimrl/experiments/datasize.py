@@ -333,9 +333,15 @@ def scale_table(rows, axis="transitions") -> str:
         else:
             when = f"at {largest} PIM or the CPU does not reach the optimum within its passes"
         e = c["energy_to_quality_ratio_at_largest"]
-        energy = (f" To the optimum it takes {e:.1f}x less energy than the CPU (PIM modelled, "
-                  f"the CPU's modelled from package power) at {largest}." if np.isfinite(e)
-                  else "")
+        basis = "PIM modelled, the CPU's modelled from package power"
+        if not np.isfinite(e):
+            energy = ""
+        elif e >= 1:
+            energy = (f" To the optimum it takes {e:.1f}x less energy than the CPU ({basis}) "
+                      f"at {largest}.")
+        else:
+            energy = (f" To the optimum it takes {1 / e:.1f}x more energy than the CPU ({basis}) "
+                      f"at {largest}.")
         lines.append(f"- {v}: {where} ({c['ratio_at_largest']:.1f}x the best CPU's at "
                      f"{largest}); {when}.{energy}")
     return "\n".join(lines) + "\n"

@@ -284,16 +284,18 @@ def _sweep(cfg, runs, out, ex, progress, on_row, stop_after, t_start) -> ScaleRe
     if not gpu_ok:
         print(f"GPU: {gpu_status}", file=sys.stderr)
 
-    # Baseline results already in the file are reused, not recomputed.
+    # Baseline results already in the file are reused, not recomputed; but not one written
+    # before its energy columns (its task writes them now): that one is measured again.
     cpu_memo, gpu_memo = {}, {}
     run_of = dict(zip(keys, runs))
     for k, row in list(previous.items()) + list(stale.items()):
         run = run_of[k]
-        if row.get("cpu_1t_measured_s"):
+        if row.get("cpu_1t_measured_s") and (row.get("cpu_1t_energy_modelled_j")
+                                             or row.get("cpu_1t_energy_measured_j")):
             # Only a measurement with the thread count of this session stands for it.
             cpu_memo.setdefault(_cpu_key(run, int(row["cpu_threads"] or 0)),
                                 ({c: row.get(c, "") for c in CPU_COLUMNS}, row.get("baseline_worker", "")))
-        if row.get("gpu_partitions"):
+        if row.get("gpu_partitions") and row.get("gpu_energy_status"):
             gpu_memo.setdefault(_gpu_key(run, row["gpu_partitions"], row["gpu_lanes"]),
                                 ({c: row.get(c, "") for c in GPU_COLUMNS}, row.get("baseline_worker", "")))
 
