@@ -186,9 +186,11 @@ VIRTUAL_MARGIN = 768 * MiB
 #: library counts as far as it is mapped, and a fault maps a whole folio of a file's cached
 #: pages. LLVM's libllvmlite.so (170 MiB) measured 68 MiB resident in a run from a venv
 #: installed hours before, 102 MiB from one just installed (as CI's is), the run otherwise
-#: byte for byte the same (209 against 166 MiB in all; /proc/self/smaps). The plan's baseline
-#: cannot know it; a small run (167 MiB planned) is held to this, a large one to 20 %.
-SHARED_LIBRARY_SLACK = 48 * MiB
+#: byte for byte the same (209 against 166 MiB in all; /proc/self/smaps); with the suite in
+#: two processes (pytest-xdist) a fresh clone's CI measured 215 MiB. The plan's baseline
+#: cannot know it; a small run (167 MiB planned) is held to this, a large one to 20 % (the
+#: plan's precision is held by test_plan_matches_the_measured_peak, at 3M transitions).
+SHARED_LIBRARY_SLACK = 64 * MiB
 
 
 def test_small_run_fits_its_plan_under_an_address_space_limit(taxi_file, _compiled_kernels):
