@@ -212,6 +212,15 @@ def peek_dpus(dpus, heap_ranges: dict | None = None) -> dict:
     return out
 
 
+def round_arrays(dpus, heap_ranges: dict | None = None, **host) -> dict:
+    """A round boundary's arrays: every global of the DPUs (:func:`peek_dpus`) and the
+    host's state ``host``, less what a scheme does not hold there (None; a scalar, such as
+    the visit counts before any gather)."""
+    out = peek_dpus(dpus, heap_ranges)
+    out.update((k, v) for k, v in host.items() if v is not None and not np.isscalar(v))
+    return out
+
+
 def poke_dpus(dpus, arrays: dict, heap_ranges: dict | None = None) -> None:
     """Write back what :func:`peek_dpus` read, off the modelled clock."""
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME

@@ -134,12 +134,9 @@ class OnlineRounds:
     def snapshot(self, r: int, last: bool) -> dict:
         from pimrl import checkpoint as ckpt
 
-        arrays = dict(ckpt.peek_dpus(self.dpus, self.heap), counters=self.counters)
-        if not np.isscalar(self.visits_before):
-            arrays["visits_before"] = self.visits_before
-        if last:
-            arrays.update(q=self.q, raw=self.raw)
-        return arrays
+        return ckpt.round_arrays(self.dpus, self.heap, counters=self.counters,
+                                 visits_before=self.visits_before,
+                                 **(dict(q=self.q, raw=self.raw) if last else {}))
 
     def resume(self, meta: dict, arrays: dict) -> int:
         from pimrl import checkpoint as ckpt

@@ -182,13 +182,10 @@ class OwnRounds:
     def snapshot(self, r: int, last: bool) -> dict:
         from pimrl import checkpoint as ckpt
 
-        arrays = dict(ckpt.peek_dpus(self.dpus), counters=self.counters, v=self.v,
-                      sent=self.sent, own_bounds=self.plan.bounds, own_ranges=self.plan.own)
-        if self.tasklet_counters is not None:
-            arrays["tasklet_counters"] = self.tasklet_counters
-        if last:
-            arrays["tables"] = self.tables
-        return arrays
+        return ckpt.round_arrays(self.dpus, counters=self.counters, v=self.v, sent=self.sent,
+                                 own_bounds=self.plan.bounds, own_ranges=self.plan.own,
+                                 tasklet_counters=self.tasklet_counters,
+                                 tables=self.tables if last else None)
 
     def resume(self, meta: dict, arrays: dict) -> int:
         from pimrl import checkpoint as ckpt

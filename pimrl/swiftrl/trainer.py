@@ -128,14 +128,10 @@ class AveragingRounds:
     def snapshot(self, r: int, last: bool) -> dict:
         from pimrl import checkpoint as ckpt
 
-        arrays = dict(ckpt.peek_dpus(self.dpus), counters=self.counters)
-        if self.tasklet_counters is not None:
-            arrays["tasklet_counters"] = self.tasklet_counters
-        if not np.isscalar(self.visits_before):
-            arrays["visits_before"] = self.visits_before
-        if last:
-            arrays.update(q=self.q, tables=self.raw)
-        return arrays
+        return ckpt.round_arrays(self.dpus, counters=self.counters,
+                                 tasklet_counters=self.tasklet_counters,
+                                 visits_before=self.visits_before,
+                                 **(dict(q=self.q, tables=self.raw) if last else {}))
 
     def resume(self, meta: dict, arrays: dict) -> int:
         from pimrl import checkpoint as ckpt
