@@ -133,7 +133,8 @@ def load_policy(path) -> GreedyPolicy:
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
     except (OSError, KeyError, ValueError, EOFError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a pimrl policy file ({exc or 'empty'})") from None
+        raise ValueError(f"{path}: not a pimrl policy file ({exc})" if str(exc) else
+                         f"{path}: not a pimrl policy file (the file is empty)") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError(f"{path}: not a pimrl policy file (format {meta.get('format') if isinstance(meta, dict) else None!r})")
     if meta.get("format_version", 0) > FORMAT_VERSION:

@@ -243,11 +243,14 @@ def gpu_baseline(records: np.ndarray, n_states: int, n_actions: int, params: Lea
 def _energy(run_once) -> tuple:
     """``(joules per run, status)`` of the board CUDA runs on, through NVML over a window of
     back-to-back runs (pimrl.baselines.nvml); NaN and the reason where it cannot be read."""
-    from pimrl.baselines.nvml import NvmlMeter, current_device_uuid, energy_per_run
+    from pimrl.baselines.nvml import (
+        ENERGY_WINDOW_S, NvmlMeter, current_device_uuid, energy_per_run,
+    )
 
     with NvmlMeter(current_device_uuid()) as meter:
         if not meter.available:
             return float("nan"), f"not measured: {meter.reason}"
-        joules, runs, seconds = energy_per_run(run_once, meter)
-        return joules, (f"measured: NVML board energy of {meter.name or 'the GPU'}, "
-                        f"{runs} runs over {seconds:.2f} s")
+        joules, _, _ = energy_per_run(run_once, meter)
+        # the same text on every run (a rerun's columns compare equal): no run count or time
+        return joules, (f"measured: NVML board energy of {meter.name or 'the GPU'}, per run "
+                        f"over at least {ENERGY_WINDOW_S:g} s of runs")

@@ -35,7 +35,7 @@ class NvmlMeter:
     NVML's device 0. ``close()`` shuts NVML down (also on ``with`` exit)."""
 
     def __init__(self, uuid: str | None = None, library: str | None = None):
-        self.available, self.reason, self.name = False, "", ""
+        self.available, self.reason, self.name, self.uuid = False, "", "", uuid
         self._lib = self._handle = None
         path = library or os.environ.get("PIMRL_NVML_LIB") or "libnvidia-ml.so.1"
         try:
@@ -73,7 +73,7 @@ class NvmlMeter:
             self.reason = f"{where}: {self._error(rc)}"
             self.close()
             return
-        self._handle, self.uuid = handle, uuid
+        self._handle = handle
         name = ctypes.create_string_buffer(96)
         if lib.nvmlDeviceGetName(handle, name, ctypes.c_uint(len(name))) == NVML_SUCCESS:
             self.name = name.value.decode(errors="replace")

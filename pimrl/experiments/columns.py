@@ -69,7 +69,7 @@ COLUMN_NOTES = {
     "_measured_j": "joules, measured on the worker: the CPU's through RAPL's package counters, "
                    "the GPU's (one run: copies, kernel, average) through NVML's board energy "
                    "counter over a window of at least a second of runs (pimrl.baselines.nvml)",
-    "gpu_energy_status": "'measured: ...' (the board, runs and window) or 'not measured: "
+    "gpu_energy_status": "'measured: ...' (the board and the window) or 'not measured: "
                          "<reason>' (no figure is invented)",
     "_energy_to_quality_modelled_j": "the energy of the run up to its time to quality (PIM: "
                                      "the ledger walked up to it; CPU: package power times "
