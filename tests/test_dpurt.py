@@ -117,16 +117,19 @@ def test_cycle_estimate_agrees_with_numba_model(algo, dtype, sampling):
             assert agreement["max_rel_diff"] < 0.05, (mode, tasklets, agreement)
 
 
-@pytest.mark.parametrize("algo,dtype,sampling", VARIANTS)
-def test_c_kernel_rows_mode_bit_exact_with_numba(algo, dtype, sampling):
+@pytest.mark.parametrize("algo,dtype,sampling,next_action", [
+    (algo, dtype, sampling, "epsilon-greedy" if algo == "sarsa" else "logged")
+    for algo, dtype, sampling in VARIANTS] + [("sarsa", "fp32", "seq", "logged"),
+                                             ("sarsa", "int32", "seq", "logged")])
+def test_c_kernel_rows_mode_bit_exact_with_numba(algo, dtype, sampling, next_action):
     """Tasklet mode rows in UPMEM C, every tasklet at once on the DPU runtime's scheduler:
     the numba kernel's tables and counters, bit for bit, at 3 and 16 tasklets (a heavy state
-    split over lanes), 1 and 3 runtime workers."""
+    split over lanes), 1 and 3 runtime workers. The numba kernel runs the lanes one at a
+    time, or in steps (SEQ without draws): any order gives the same tables."""
     recs = RECORDS.copy()
     recs["state"][:600] = 2
     p = LearnerParams(algo=algo, dtype=dtype, sampling=sampling, epochs=2, stride=3, seed=9,
-                      next_action="epsilon-greedy" if algo == "sarsa" else "logged",
-                      epsilon=0.2, tasklet_mode="rows")
+                      next_action=next_action, epsilon=0.2, tasklet_mode="rows")
     for (n_dpus, tasklets), workers in zip([(3, 16), (2, 3)], [3, 1]):
         kw = dict(n_dpus=n_dpus, tasklets=tasklets, keep_dpu_tables=True, block_bytes=256)
         made = []

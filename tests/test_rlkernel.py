@@ -19,6 +19,7 @@ from pimrl.pim.errors import DpuError, DpuErrorCode
 from pimrl.pim.hardware import get_hardware
 from pimrl.learners.variants import P_N_RECORDS, PARAMS_WORDS
 from pimrl.rlkernel.costs import C
+from pimrl.rlkernel import program
 from pimrl.rlkernel.program import RlProgram
 from pimrl.pim.system import dpu_alloc
 from pimrl.swiftrl.trainer import PimTrainer
@@ -230,3 +231,42 @@ def test_tasklet_mode_wram_and_lane_checks():
     with pytest.raises(DpuError, match="lane_bounds' record ranges"):
         s.launch()
     s.free()
+
+
+@pytest.mark.parametrize("algo,dtype,aggregate", [
+    ("q", "fp32", "mean"), ("q", "int32", "weighted"), ("sarsa", "fp32", "weighted"),
+    ("sarsa", "int32", "mean")])
+def test_rows_mode_in_steps_equals_a_lane_at_a_time(monkeypatch, algo, dtype, aggregate):
+    """Tasklet mode rows under SEQ without draws: the fast kernel runs the lanes in steps
+    and counts each lane's work once per launch; the general kernel runs them one at a
+    time and counts every update. Same tables, visits, counters and each tasklet's
+    counters, bit for bit (16 tasklets: a heavy state split over lanes; lanes of unequal
+    lengths; empty lanes where the data has fewer state-action pairs than tasklets)."""
+    recs = RECORDS.copy()
+    recs["state"][:600] = 2
+    recs["terminated"][::97] = 1
+    few = recs[:300].copy()                     # 2 states x 4 actions: 8 of 16 lanes run
+    few["state"] %= 2
+    few["next_state"] %= 2
+    p = LearnerParams(algo=algo, dtype=dtype, sampling="seq", epochs=3, seed=9,
+                      next_action="logged", tasklet_mode="rows")
+
+    def fit(data):
+        return PimTrainer(p, n_dpus=3, tasklets=16, keep_dpu_tables=True, block_bytes=256,
+                          aggregate=aggregate).fit(data, S, A)
+
+    stepped = [fit(data) for data in (recs, few)]
+    general = program.dpu_kernel
+    monkeypatch.setattr(program, "dpu_kernel",
+                        lambda variant, visits, n_actions, fast: general(variant, visits,
+                                                                         n_actions, False))
+    for data, fast in zip((recs, few), stepped):
+        slow = fit(data)
+        assert np.array_equal(fast.dpu_tables_.view(np.uint32), slow.dpu_tables_.view(np.uint32))
+        assert np.array_equal(fast.q_, slow.q_)
+        assert np.array_equal(fast.counters_, slow.counters_)
+        assert np.array_equal(fast.tasklet_counters_, slow.tasklet_counters_)
+    lanes = [tr.tasklet_counters_[:, :, C["updates"]] for tr in stepped]
+    assert (lanes[0].min(axis=1) < lanes[0].max(axis=1)).all() and (lanes[1] == 0).any()
+    assert (stepped[0].tasklet_counters_[:, :, C["snapshot_reads"]] > 0).any()
+    assert stepped[0].counters_[:, C["terminal_updates"]].sum() > 0

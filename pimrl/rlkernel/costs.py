@@ -195,26 +195,38 @@ def update_instruction_costs(hw: Hardware, dtype: str, algo: str, sampling: str,
     }
 
 
-def instructions(counts: np.ndarray, costs: dict) -> np.ndarray:
+#: The counted events that cost instructions, in the order their costs are summed.
+INSTRUCTION_EVENTS = ("updates", "scanned_entries", "rng_draws", "below_draws", "wide_draws",
+                      "dma_reads", "snapshot_rows", "snapshot_reads", "lane_epochs")
+#: The events of tasklet mode rows' snapshot phase (the rest are its update phase's).
+SNAPSHOT_EVENTS = ("snapshot_rows", "lane_epochs")
+
+
+def instructions(counts: np.ndarray, costs: dict, events=INSTRUCTION_EVENTS,
+                 non_terminal: bool = True) -> np.ndarray:
     """DPU instructions of each row of ``counts`` (..., len(COUNTERS)) at ``costs`` (an event
-    ``costs`` does not name costs nothing)."""
-    counts = np.asarray(counts, dtype=np.float64)
+    ``costs`` does not name costs nothing): of ``events`` and, with ``non_terminal``, the
+    non-terminal updates. Each column is read where it lies: the whole array is never
+    converted (a 2,000-DPU rows launch's tasklet counters are 0.5 M values)."""
+    counts = np.asarray(counts)
 
     def c(name):
-        return counts[..., C[name]] * costs.get(name, 0.0)
-    non_terminal = ((counts[..., C["updates"]] - counts[..., C["terminal_updates"]])
-                    * costs.get("non_terminal", 0.0))
-    return non_terminal + sum(c(name) for name in (
-        "updates", "scanned_entries", "rng_draws", "below_draws", "wide_draws", "dma_reads",
-        "snapshot_rows", "snapshot_reads", "lane_epochs"))
+        return counts[..., C[name]] * float(costs.get(name, 0.0))
+    total = sum(c(name) for name in events)
+    if not non_terminal:
+        return total
+    nt = ((counts[..., C["updates"]] - counts[..., C["terminal_updates"]])
+          * float(costs.get("non_terminal", 0.0)))
+    return nt + total
 
 
 def dma_engine_cycles(hw: Hardware, counts: np.ndarray) -> np.ndarray:
     """Cycles the DMA engine spends on each row of ``counts``: alpha + beta * bytes a transfer."""
-    counts = np.asarray(counts, dtype=np.float64)
-    return (counts[..., C["dma_reads"]] * hw.dma_alpha_read
-            + counts[..., C["dma_writes"]] * hw.dma_alpha_write
-            + (counts[..., C["dma_read_bytes"]] + counts[..., C["dma_write_bytes"]]) * hw.dma_beta)
+    counts = np.asarray(counts)          # each column read where it lies (instructions)
+    return (counts[..., C["dma_reads"]] * float(hw.dma_alpha_read)
+            + counts[..., C["dma_writes"]] * float(hw.dma_alpha_write)
+            + (counts[..., C["dma_read_bytes"]] + counts[..., C["dma_write_bytes"]])
+            * float(hw.dma_beta))
 
 
 def revolving_cycles(hw: Hardware, instr: np.ndarray, dma: np.ndarray) -> np.ndarray:
@@ -265,15 +277,13 @@ def kernel_cycles(hw: Hardware, counts: np.ndarray, costs: dict, tasklets: int,
     counts = np.asarray(counts, dtype=np.float64)
     launch = costs.get("tasklet_launch", 0.0) if tasklets > 1 else 0.0
     if tasklet_mode == "rows" and tasklet_counts is not None:
-        tc = np.asarray(tasklet_counts, dtype=np.float64)
-        snap = np.zeros_like(tc)
-        for name in ("snapshot_rows", "lane_epochs"):
-            snap[..., C[name]] = tc[..., C[name]]
-        upd = tc - snap
-        cycles = (revolving_cycles(hw, instructions(snap, costs), dma_engine_cycles(hw, snap))
-                  + revolving_cycles(hw, instructions(upd, costs) + launch,
-                                     dma_engine_cycles(hw, upd)))
-        return cycles
+        tc = np.asarray(tasklet_counts)
+        snap = instructions(tc, costs, SNAPSHOT_EVENTS, non_terminal=False)
+        updates = instructions(tc, costs, tuple(e for e in INSTRUCTION_EVENTS
+                                                if e not in SNAPSHOT_EVENTS))
+        # the snapshot phase makes no DMA: its events are none of the DMA counters
+        return (revolving_cycles(hw, snap, np.zeros_like(snap))
+                + revolving_cycles(hw, updates + launch, dma_engine_cycles(hw, tc)))
     instr = instructions(counts, costs)
     dma = dma_engine_cycles(hw, counts)
     if tasklet_mode == "ring":

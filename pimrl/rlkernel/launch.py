@@ -38,7 +38,7 @@ from pimrl.rlkernel.layout import (
     DMA_MAX, DMA_MIN, FAULT_DMA, FAULT_LANE, FAULT_RECORD, N_COUNTERS, RECORD_BYTES,
 )
 from pimrl.pim.memory import mram_words_to_wram
-from pimrl.rlkernel.mram import lane_split, records_in_place, records_valid
+from pimrl.rlkernel.mram import lane_split, records_in_place, records_valid, stepped_lanes
 
 (C_UPDATES, C_TERMINAL, C_SCANNED, C_RNG, C_BELOW, C_DMA_R, C_DMA_RB, C_DMA_W, C_DMA_WB, C_SAT,
  C_FAULT, C_STEPS, C_SNAP, C_SNAP_READS, C_LANE_EPOCHS, C_CONFLICTS, C_WIDE) = (
@@ -77,6 +77,9 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
     # terminal ones in its up-front check instead of at each update (rows: per lane, at
     # each update).
     TERMINALS_PER_UPDATE = SAMPLING == RAN or not FAST or ROWS
+    # rows' fast kernel under SEQ with no draws runs the lanes in steps (see the loop); what
+    # each lane counts is then the same every epoch, and is counted once per launch
+    STEPPED = ROWS and FAST and SAMPLING == SEQ and not OWNED and not DRAW
 
     @njit(nogil=True, cache=True)
     def launch(slots, page_table, pool, wram, n_states, n_actions, tasklets, block_bytes,
@@ -172,7 +175,10 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                 checked, terminal_records = records_valid(
                     pool_i32, pool_r, rec_base, rec_b, owner, tasklets if ROWS else 1,
                     n_records, ns_u, na_u, ROWS, CHECK_B)
-            if FAST and not (direct and checked):
+            # the stepped kernel takes only DPUs whose DMAs cannot fault: the general kernel's
+            # order (a lane at a time) says which fault comes first
+            if FAST and (not (direct and checked) or (STEPPED and (
+                    misaligned or block_records * RECORD_BYTES > DMA_MAX))):
                 skipped[k] = 1                  # only its counters zeroed: the general
                 continue                        # kernel's
             if not direct:
@@ -194,6 +200,10 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                 for t in range(tasklets):
                     for c in range(N_COUNTERS):
                         tcount[k, t, c] = 0
+                if STEPPED:
+                    order, lane_counts = stepped_lanes(pool_i32, pool_r, rec_base, rec_b, owner,
+                                                       tasklets, block_records,
+                                                       n_actions if IS_Q else 0)
                 for _ in range(params[P_EPOCHS]):
                     for t in range(tasklets if params[P_EPOCH_CONTINUES] == 0 else 0):
                         n_sat = take_snapshot(q, snap_v, snap_q, slist, list_b[t], list_b[t + 1],
@@ -201,6 +211,45 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                                               cmean, cmax, frac, n_sat)
                         tcount[k, t, C_SNAP] += list_b[t + 1] - list_b[t]
                         tcount[k, t, C_LANE_EPOCHS] += 1
+                    if STEPPED:
+                        # The lanes in steps, one update of every lane still running a step
+                        # (longest lanes first, so those are a prefix of ``order``). The lanes
+                        # write disjoint rows and read the others' from the snapshot, so any
+                        # interleaving gives the same tables; a lane's records share a range
+                        # of states, and one lane after the other each update waited on the
+                        # last through the table (2x the ring's time per update).
+                        running = tasklets
+                        for i in range(rec_b[order[0] + 1] - rec_b[order[0]]):
+                            while rec_b[order[running - 1] + 1] - rec_b[order[running - 1]] <= i:
+                                running -= 1
+                            for kk in range(running):
+                                t = order[kk]
+                                s, a, r, s2, b, term = fields_at(
+                                    pool_i32, pool_r, np.uint64(rec_base + ((rec_b[t] + i) << 2)))
+                                if term:
+                                    target = r
+                                else:
+                                    if owns_row(owner, s2, t):
+                                        m = bootstrap(q, s2, b, IS_Q, False, eps, np.uint32(0))[0]
+                                    elif SNAP_ROWS:
+                                        m = bootstrap(snap_q, s2, b, IS_Q, False, eps,
+                                                      np.uint32(0))[0]
+                                    else:
+                                        m = snap_v[s2]
+                                    if IS_INT:
+                                        target, n_sat = target_i32(r, gamma, m, frac, n_sat)
+                                    else:
+                                        target = np.float32(r + np.float32(gamma * m))
+                                if IS_INT:
+                                    n_sat = step_i32(q, s, a, target, alpha, frac, n_sat)
+                                else:
+                                    step_f32(q, s, a, target, alpha)
+                                if VISITS:
+                                    visits[s, a] += 1
+                        for t in range(tasklets):
+                            for c in range(N_COUNTERS):
+                                tcount[k, t, c] += lane_counts[t, c]
+                        continue
                     for t in range(tasklets):
                         start, end = np.int64(rec_b[t]), np.int64(rec_b[t + 1])
                         x = rng[t] if USES_RNG else np.uint32(0)

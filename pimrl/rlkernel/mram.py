@@ -9,9 +9,14 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.records import fields_at, outside_table
-from pimrl.partition import SPLIT
+from pimrl.partition import NO_OWNER, SPLIT
 from pimrl.pim.memory import PAGE_BYTES, PAGE_SHIFT
-from pimrl.rlkernel.layout import RECORD_BYTES
+from pimrl.rlkernel.costs import C
+from pimrl.rlkernel.layout import N_COUNTERS, RECORD_BYTES
+
+(C_UPDATES, C_TERMINAL, C_SCANNED, C_SNAP_READS, C_DMA_R, C_DMA_RB) = (
+    C[n] for n in ("updates", "terminal_updates", "scanned_entries", "snapshot_reads",
+                   "dma_reads", "dma_read_bytes"))
 
 
 @njit(nogil=True, cache=True)
@@ -65,3 +70,39 @@ def lane_split(n_records, tasklets):
         start[t] = pos
         pos += length[t]
     return start, length
+
+
+@njit(nogil=True, cache=True)
+def stepped_lanes(pool_i32, pool_r, rec_base, rec_b, owner, tasklets, block_records,
+                  scanned_per_read):
+    """For tasklet mode rows under SEQ with no draws, where a lane counts the same work every
+    epoch: (order, counts). ``order``: the tasklets, longest lane first (ties by index);
+    ``counts`` (tasklets, N_COUNTERS): each lane's counters of one epoch, as the lane-at-a-time
+    loop counts them (updates, terminal ones, entries scanned reading a live row, snapshot
+    reads, one DMA per block of ``block_records``). Records read in place, already checked."""
+    order = np.empty(tasklets, np.int64)
+    counts = np.zeros((tasklets, N_COUNTERS), np.int64)
+    for t in range(tasklets):
+        lo, hi = np.int64(rec_b[t]), np.int64(rec_b[t + 1])
+        n = hi - lo
+        pos = t                                 # insertion by length, longest first
+        while pos > 0 and rec_b[order[pos - 1] + 1] - rec_b[order[pos - 1]] < n:
+            order[pos] = order[pos - 1]
+            pos -= 1
+        order[pos] = t
+        term_n = live_n = snap_n = 0
+        for rec in range(lo, hi):
+            _, _, _, s2, _, term = fields_at(pool_i32, pool_r, np.uint64(rec_base + 4 * rec))
+            if term:
+                term_n += 1
+            elif owner[s2] == t or owner[s2] == NO_OWNER:
+                live_n += 1
+            else:
+                snap_n += 1
+        counts[t, C_UPDATES] = n
+        counts[t, C_TERMINAL] = term_n
+        counts[t, C_SCANNED] = live_n * scanned_per_read
+        counts[t, C_SNAP_READS] = snap_n
+        counts[t, C_DMA_R] = -(-n // block_records)
+        counts[t, C_DMA_RB] = n * RECORD_BYTES
+    return order, counts
