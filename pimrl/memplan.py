@@ -144,7 +144,8 @@ def plan_memory(n_transitions: int, n_states: int, n_actions: int, *, backend: s
     ``source``: ``file`` (a dataset file, memory-mapped), ``generated`` (``--env``: records
     made in memory) or ``array`` (records already in memory: not counted). ``n_dpus``: a
     count or a list of them (a scaling table: one run after another in one process).
-    ``backend``: ``pim``, ``reference`` or ``cpu`` (``partitions``: its tables).
+    ``backend``: ``pim``, ``reference``, ``cpu`` (``partitions``: its tables) or ``gpu`` (the
+    host's side only).
     ``mram_window``: ``--mram-window`` (a partition larger than the MRAM streams without it)."""
     n = int(n_transitions)
     if source == "file":
@@ -158,15 +159,18 @@ def plan_memory(n_transitions: int, n_states: int, n_actions: int, *, backend: s
     else:
         raise ValueError(f"unknown source {source!r}; use file, generated or array")
     nq = int(n_states) * int(n_actions)
-    if backend in ("reference", "cpu"):
+    if backend in ("reference", "cpu", "gpu"):
+        # the GPU's host side: the records, their columns and one table (the partitions'
+        # tables are averaged on the device); the device's own memory is not this host's
         copy = _pages(RECORD * n)
         tables = 4 * nq * (2 * (partitions or 1) + 2) + 8 * nq * 4
         phases = {"load": {"baseline": BASELINE["load"], data_part: data},
-                  "train": {"baseline": BASELINE[backend], data_part: data,
+                  "train": {"baseline": BASELINE["cpu" if backend == "gpu" else backend],
+                            data_part: data,
                             "learner_copy": copy, "aggregation": tables}}
         return _finish(phases, source=source)
     if backend != "pim":
-        raise ValueError(f"unknown backend {backend!r}; use pim, reference or cpu")
+        raise ValueError(f"unknown backend {backend!r}; use pim, reference, cpu or gpu")
     from pimrl.learners.aggregate import parse_aggregate
     from pimrl.pim.hardware import Hardware, get_hardware
 

@@ -395,7 +395,8 @@ def _shell_commands(text: str) -> list[str]:
 #: counts divided by 125 (2,000 -> 16; 125,250,... -> 1,2,...), a 12-point --grid, and
 #: sensitivity on 20,000 transitions; the demo config likewise (experiments/demo.toml with
 #: those sizes, GPU off). Left out: the Dask commands (they need a cluster: tests/test_dask.py)
-#: and --device upmem (a UPMEM machine; elsewhere it must fail in one line, checked here).
+#: and --device upmem or --backend gpu (a UPMEM machine, a GPU; elsewhere each must fail in
+#: one line, checked here).
 SHRINK = {"--n": 20_000, "--transitions": 20_000, "--epochs": 2, "--steps": 2_000,
           "--decay-steps": 1_000}
 
@@ -442,6 +443,9 @@ def test_the_readme_tour_runs(tmp_path, monkeypatch, capsys):
         cap = capsys.readouterr()
         if "--device" in argv and "upmem" in argv and rc == 2:
             _one_line(cap.err)                       # no UPMEM SDK here: one clear line
+            continue
+        if "--backend" in argv and "gpu" in argv and rc == 2:
+            assert "NUMBA_ENABLE_CUDASIM" in _one_line(cap.err)    # no GPU here: one line
             continue
         assert rc == 0, (cmd, argv, cap.err[-3000:])
         assert "Traceback" not in cap.err

@@ -79,4 +79,4 @@ def test_tasklet_mode_cli(capsys):
     assert len(err.strip().splitlines()) == 1 and "ring order" in err
     assert main(["train", "--env", "CliffWalking-v1", "--transitions", "1000",
                  "--tasklet-mode", "rows"]) == 2
-    assert "only applies to --backend pim" in capsys.readouterr().err
+    assert "--tasklet-mode only applies to --backend gpu or pim" in capsys.readouterr().err

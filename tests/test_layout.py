@@ -91,7 +91,7 @@ def test_a_new_registry_entry_reaches_list_and_help(monkeypatch, capsys):
     assert main(["list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert "upmem-test" in listing["hardware presets"]["entries"]
-    assert set(listing) >= {"environments", "hardware presets", "aggregators", "DPU programs",
+    assert set(listing) >= {"environments", "training backends", "hardware presets", "aggregators", "DPU programs",
                             "learner choices", "behaviour policies", "kernel variants"}
     for section in listing.values():
         assert all(text for text in section["entries"].values())     # every entry described
@@ -181,7 +181,7 @@ def _cycles(edges: dict) -> list:
 #: drive one: the simulator's layers below them import none of them.
 APPLICATIONS = {"pimrl.swiftrl", "pimrl.rlkernel", "pimrl.online", "pimrl.learners",
                 "pimrl.baselines", "pimrl.experiments", "pimrl.calibration", "pimrl.cli",
-                "pimrl.envs", "pimrl.data"}
+                "pimrl.envs", "pimrl.data", "pimrl.backends"}
 #: The simulator's layers: the generic simulator (pimrl.pim), the DPU runtime (pimrl.dpurt),
 #: the C host shim (pimrl.shim) and the ``dpu`` package.
 SIMULATOR = ("pimrl.pim", "pimrl.dpurt", "pimrl.shim", "dpu")

@@ -173,7 +173,7 @@ def test_cli_streams_past_the_mram_and_plans_it(capsys):
     (["--mram-window", "8"], "fewer than one record for each of the 16 tasklets"),
     (["--mram-window", "1G"], "exceeds a DPU's 67108864 B MRAM"),
     (["--mram-window", "64K", "--aggregate", "own:2"], "own:R keeps each DPU's records"),
-    (["--mram-window", "64K", "--backend", "cpu"], "--mram-window only apply to --backend pim"),
+    (["--mram-window", "64K", "--backend", "cpu"], "--mram-window only applies to --backend pim"),
 ])
 def test_bad_windows_are_refused_in_one_line(capsys, extra, needle):
     args = ["train", "--env", "Taxi-v3", "--transitions", "4000", "--backend", "pim",

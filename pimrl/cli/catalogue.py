@@ -104,6 +104,10 @@ def catalogue() -> list:
     aggregators.entries.append(
         ("own:R", "state-owned Q-learning or SARSA: each DPU owns a range of states and sees "
          "all their transitions; R rounds broadcast the value vector V (docs/state-owned.md)"))
+    from pimrl.backends import BACKENDS
+
+    backends = Section("training backends", "pimrl train --backend", "pimrl.backends.BACKENDS",
+                       BACKENDS.describe())
     programs = Section("DPU programs", "--kernel", "pimrl.swiftrl.trainer.KERNELS",
                        KERNELS.describe())
     from pimrl.swiftrl.dpus import DEVICES
@@ -127,7 +131,8 @@ def catalogue() -> list:
                        "pimrl.learners.variants.ALL_VARIANTS",
                        [(v, ", ".join(CHOICE_WORDS.get(w, w) for w in v.split("-")))
                         for v in ALL_VARIANTS])
-    return [envs, hardware, aggregators, programs, devices, learner, modes, policies, variants]
+    return [envs, backends, hardware, aggregators, programs, devices, learner, modes, policies,
+            variants]
 
 
 def register(subparsers) -> None:

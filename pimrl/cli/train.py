@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 
@@ -16,7 +15,6 @@ from pimrl.learners.variants import (
 from pimrl.cli.checkpoints import checkpoint_every, make_checkpoint
 from pimrl.cli.train_report import print_report, scaling_table
 
-BACKENDS = ("reference", "cpu", "pim")
 
 
 def _block_bytes(text: str) -> int:
@@ -50,10 +48,10 @@ def register(subparsers) -> None:
     p.add_argument("--transitions", type=L.TRANSITIONS, default=1_000_000, metavar="N",
                    help="transitions to generate with --env (default 1,000,000)")
     p.add_argument("--data-seed", type=L.SEED, default=0, help="seed of generated data (default 0)")
-    p.add_argument("--backend", choices=BACKENDS, default="reference",
-                   help="reference: the oracle-checked learner, one table; cpu: the measured "
-                   "CPU baseline (numba, --threads, one table per partition, averaged); pim: "
-                   "simulated DPUs")
+    from pimrl.backends import BACKENDS
+
+    p.add_argument("--backend", choices=list(BACKENDS), default="reference",
+                   help="; ".join(f"{name}: {text}" for name, text in BACKENDS.describe()))
     # Defaults come from LearnerParams and PimTrainer, choices from their registries.
     from pimrl.cli.catalogue import describe_choices, learner_defaults, trainer_defaults
     from pimrl.learners.aggregate import AGGREGATORS
@@ -83,11 +81,18 @@ def register(subparsers) -> None:
     g.add_argument("--partitions", type=L.DPU_COUNT, default=None,
                    help="partitions of the CPU baseline, one table each (default: --threads)")
     g.add_argument("--repeats", type=L.REPEATS, default=1,
-                   help="timed repeats of the CPU baseline; the median is reported (default 1)")
+                   help="timed repeats of the CPU or GPU baseline; the median is reported "
+                   "(default 1)")
+    g = p.add_argument_group("GPU backend (also --dpus partitions, --tasklets lanes, "
+                             "--tasklet-mode, --repeats)")
+    g.add_argument("--threads-per-block", type=L.integer(1, 1024), default=64,
+                   help="CUDA threads per block, one partition each (default 64)")
     g = p.add_argument_group("PIM backend")
     g.add_argument("--dpus", default=str(t["n_dpus"]),
-                   help="DPU count, or a comma list for a scaling table")
-    g.add_argument("--tasklets", type=L.integer(1, 24), default=t["tasklets"], help="tasklets (threads) per DPU")
+                   help="DPU count, or a comma list for a scaling table (--backend gpu: its "
+                   "partitions, one count)")
+    g.add_argument("--tasklets", type=L.integer(1, 24), default=t["tasklets"],
+                   help="tasklets (threads) per DPU (--backend gpu: lanes per partition)")
     g.add_argument("--tasklet-mode", choices=TASKLET_MODES, default=None,
                    help="how a DPU's tasklets share its table (docs/design.md): "
                    + "; ".join(f"{c.name}: {c.description}" for c in TASKLET_MODE.choices)
@@ -163,7 +168,7 @@ def register(subparsers) -> None:
     add_online_arguments(p)
     # --online refuses these (rather than ignore them) when given a value of their own
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
-               "--repeats", "--partition", "--shuffle-seed", "--block-bytes", "--max-memory",
+               "--repeats", "--threads-per-block", "--partition", "--shuffle-seed", "--block-bytes", "--max-memory",
                "--host-threads", "--mram-window")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
@@ -180,6 +185,41 @@ def _dest(option: str) -> str:
 def given_options(args, defaults: dict) -> list:
     """The options of ``defaults`` (option -> default) that the command line set otherwise."""
     return [opt for opt, default in defaults.items() if getattr(args, _dest(opt)) != default]
+
+
+#: The options of one or a few backends, with their defaults: the PIM group's, then the
+#: baselines' (a backend takes the options its entry in pimrl.backends.BACKENDS names).
+PIM_OPTIONS = ("--hw", "--dpus", "--kernel", "--aggregate", "--partition", "--device",
+               "--tasklet-mode", "--executor", "--workers", "--threads-per-worker",
+               "--host-threads", "--mram-window")
+BASELINE_OPTIONS = {"--threads": None, "--partitions": None, "--repeats": 1,
+                    "--threads-per-block": 64}
+
+
+def backend_options(backend: str) -> set:
+    """The backend-specific options ``--backend backend`` takes."""
+    from pimrl.backends import BACKENDS
+
+    if backend == "pim":
+        return set(PIM_OPTIONS)
+    taken = {"--" + dest.replace("_", "-")
+             for dest in BACKENDS.entries[backend].flags["options"].values()}
+    return taken | ({"--tasklet-mode"} if "--tasklets" in taken else set())
+
+
+def refuse_other_backends_options(args) -> None:
+    """Refuse, in one line, a backend-specific option given to a backend that does not take
+    it (rather than ignore it), naming the backends that do."""
+    from pimrl.backends import BACKENDS
+    from pimrl.cli import UserError
+
+    defaults = {**{o: args.pim_defaults.get(o[2:], None) for o in PIM_OPTIONS},
+                "--executor": "local", **BASELINE_OPTIONS}
+    given = [o for o in given_options(args, defaults) if o not in backend_options(args.backend)]
+    if given:
+        where = {o: [b for b in BACKENDS if o in backend_options(b)] for o in given}
+        raise UserError("; ".join(f"{o} only applies to --backend {' or '.join(where[o])}"
+                                  for o in given) + f" (this run: --backend {args.backend})")
 
 
 def _load_data(args):
@@ -208,9 +248,11 @@ def _load_data(args):
 def _params(args) -> LearnerParams:
     from pimrl.cli import UserError
 
-    # the DPUs' tasklet mode (its default on the command line: docs/design.md); other
-    # backends run one lane per partition, where every mode is the ring
-    mode = ((args.tasklet_mode or DEFAULT_TASKLET_MODE) if args.backend == "pim" else "ring")
+    # the DPUs' tasklet mode (its default on the command line: docs/design.md), which the GPU
+    # follows with the DPUs' lanes; the other backends run one lane per partition, where
+    # every mode is the ring
+    mode = ((args.tasklet_mode or DEFAULT_TASKLET_MODE) if "--tasklet-mode" in
+            backend_options(args.backend) else "ring")
     try:
         return LearnerParams(algo=args.algo, dtype=args.dtype, sampling=args.sampling,
                              epochs=args.epochs, alpha=args.alpha, gamma=args.gamma,
@@ -269,7 +311,6 @@ def run_train(args: argparse.Namespace) -> int:
 
 def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
     from pimrl.cli import UserError
-    from pimrl.learners.reference import OfflineLearner
     from pimrl.pim.hardware import get_hardware, parse_overrides
 
     if args.online:
@@ -281,21 +322,7 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
         raise UserError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --online")
     params = _params(args)
     check_save_destinations(args)
-    if args.backend != "pim":
-        given = [f for f in ("--hw", "--dpus", "--kernel", "--aggregate", "--partition", "--device",
-                             "--tasklet-mode")
-                 if getattr(args, f[2:].replace("-", "_")) != args.pim_defaults[f[2:]]]
-        given += [f for f, default in (("--executor", "local"), ("--workers", None),
-                                       ("--threads-per-worker", None), ("--host-threads", None),
-                                       ("--mram-window", None))
-                  if getattr(args, f[2:].replace("-", "_")) != default]
-        if given:
-            raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend pim")
-    if args.backend != "cpu":
-        given = [f for f, default in (("--threads", None), ("--partitions", None), ("--repeats", 1))
-                 if getattr(args, f[2:]) != default]
-        if given:
-            raise UserError(f"{', '.join(given)} only appl{'y' if len(given) > 1 else 'ies'} to --backend cpu")
+    refuse_other_backends_options(args)
     if args.backend == "pim" and args.device == "upmem":
         from pimrl.swiftrl.dpus import DeviceError, dpu_package
 
@@ -307,6 +334,13 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
             args.kernel = "c"              # real DPUs run the C kernel
         if args.executor != "local":
             raise UserError("--device upmem: the DPUs are this machine's; use --executor local")
+    if "--dpus" in backend_options(args.backend):
+        counts = _dpu_counts(args.dpus)
+        if args.backend == "gpu":
+            if len(counts) > 1:
+                raise UserError(f"--backend gpu --dpus {args.dpus}: the GPU runs one count of "
+                                "partitions (a scaling table is PIM's)")
+            args.dpus = counts[0]        # its partitions: the DPUs' tables
     if args.backend == "pim":                  # checked before any data is made
         from pimrl.learners.aggregate import parse_aggregate
 
@@ -319,7 +353,6 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
                 check_window(args.mram_window, args.tasklets, hw.mram_bytes, spec.name)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-        counts = _dpu_counts(args.dpus)
     checkpoint = make_checkpoint(args, params, counts if args.backend == "pim" else [])
     if checkpoint is not None:
         from pimrl.io import ensure_folder
@@ -335,28 +368,18 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
            "params": params.as_dict(), "n_transitions": int(len(records))}
     if plan is not None:
         out["memory_plan"] = plan.as_dict()
-    if args.backend == "reference":
-        t0 = time.perf_counter()
-        learner = OfflineLearner(params).fit(records, env.n_states, env.n_actions)
-        out["train_measured_s"] = time.perf_counter() - t0
-        out["saturations"] = learner.saturations_
-        out["n_updates"] = learner.n_updates_
-        q = learner.q_
-    elif args.backend == "cpu":
-        from pimrl.baselines.cpu import cpu_baseline
-        from pimrl.energy import cpu_run_energy
+    if args.backend != "pim":
+        from pimrl.backends import BACKENDS
 
+        options = {name: getattr(args, dest) for name, dest in
+                   BACKENDS.entries[args.backend].flags["options"].items()}
         try:
-            res = cpu_baseline(records, env.n_states, env.n_actions, params, threads=args.threads,
-                               partitions=args.partitions, repeats=args.repeats)
-        except ValueError as exc:
+            trainer = BACKENDS[args.backend](params, **options).fit(records, env.n_states,
+                                                                    env.n_actions)
+        except (ValueError, RuntimeError) as exc:
             raise UserError(str(exc)) from None
-        out.update(threads=res.threads, partitions=res.partitions, repeats=args.repeats,
-                   train_measured_s=res.train_seconds, aggregate_measured_s=res.aggregate_seconds,
-                   total_measured_s=res.seconds, updates_per_s_measured=res.updates_per_s,
-                   saturations=res.saturations, n_updates=res.n_updates,
-                   **cpu_run_energy(res))
-        q = res.q
+        out.update(trainer.report_)
+        q = trainer.q_
     else:
         runs = []
         # what every run would refuse, before the first prints its progress line
@@ -378,21 +401,7 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
                 trained.append(run_pim(records, env, params, args, n, hw, placement,
                                        checkpoint))
         for n, tr in zip(counts, trained):
-            run = {"dpus": n, "tasklets": args.tasklets, "tasklet_mode": params.tasklet_mode,
-                   "block_bytes": tr.block_,
-                   "conflicts": (tr.conflicts_ if params.tasklet_mode == "unlocked"
-                                 and args.kernel == "numba" else None),
-                   "aggregate": args.aggregate, "kernel": args.kernel, "device": args.device,
-                   "hardware": "UPMEM (real DPUs)" if args.device == "upmem" else hw.name,
-                   **tr.timings_.as_dict(),
-                   "saturations": tr.saturations_, "n_updates": tr.n_updates_,
-                   "max_partition": int(np.diff(tr.bounds_).max())}
-            if hasattr(tr, "worker_transfers_"):
-                run["worker_transfers"] = tr.worker_transfers_
-            if hasattr(tr, "own_layout_"):      # own:R: whole table or each DPU's share
-                run.update(own_layout=tr.own_layout_, program_states=tr.program_states_)
-            if getattr(tr, "windows_", None) is not None:    # records streamed in windows
-                run["windows"] = tr.windows_.as_dict()
+            run = dict(tr.report_)
             if not args.no_eval:
                 from pimrl.experiments.quality import TOLERANCE_TEXT, time_to_quality
 

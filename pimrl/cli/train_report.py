@@ -100,6 +100,23 @@ def print_report(out, params):
 
             print("  " + cpu_energy_text(out))
         sats = out["saturations"]
+    elif out["backend"] == "gpu":
+        print(f"GPU baseline ({out['device']}; {out['partitions']} partitions x {out['lanes']} "
+              f"lanes, the tables averaged on the device): {out['n_updates']} updates")
+        if out["measured"]:
+            rep = f", median of {out['repeats']}" if out["repeats"] > 1 else ""
+            for label, key in (("copies in", "h2d"), ("kernel", "kernel"),
+                               ("averaging", "aggregate"), ("copies out", "d2h"),
+                               ("total", "total")):
+                print(f"  {label:<13} {out[key + '_measured_s']:.4f} s   measured (CUDA events"
+                      f"{rep})")
+            print(f"  throughput    {out['updates_per_s_measured'] / 1e6:.1f} M updates/s   "
+                  "measured")
+            if "energy_measured_j" in out:
+                print(f"  energy        {out['energy_measured_j']:.4f} J   measured (NVML)")
+        else:
+            print("  not timed: numba's CUDA simulator computes the tables, never GPU times")
+        sats = out["saturations"]
     else:
         for r in out["runs"]:
             print(f"\nPIM, {r['dpus']} DPUs x {r['tasklets']} tasklets ({r['tasklet_mode']}) on "

@@ -28,7 +28,7 @@ from pimrl.learners.arith import (
 )
 from pimrl.learners.records import RAN, SEQ, STR, fields_at, next_index, outside_table
 from pimrl.learners.updates import (
-    bootstrap, owned_value, owns_row, policy_value_f32, policy_value_i32, rows_source,
+    bootstrap, owned_value, owner_output, owns_row, policy_value_f32, policy_value_i32, rows_source,
     snapshot_value, step_f32, step_i32, take_snapshot, target_i32, update_f32, update_f32_owned,
     update_i32, update_i32_owned, update_rows_f32, update_rows_i32,
 )
@@ -46,7 +46,7 @@ __all__ = [
     # pimrl.learners.records
     "RAN", "SEQ", "STR", "fields_at", "next_index", "outside_table",
     # pimrl.learners.updates
-    "bootstrap", "owned_value", "owns_row", "policy_value_f32", "policy_value_i32",
+    "bootstrap", "owned_value", "owner_output", "owns_row", "policy_value_f32", "policy_value_i32",
     "rows_source", "snapshot_value", "step_f32", "step_i32", "take_snapshot", "target_i32",
     "update_f32", "update_f32_owned", "update_i32", "update_i32_owned", "update_rows_f32",
     "update_rows_i32",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pimrl.learners.arith import add_sat32, fx_mul, row_value, sat32, sub_sat32
+from pimrl.learners.arith import add_sat32, fx_mul, row_max, row_value, sat32, sub_sat32
 from pimrl.partition import NO_OWNER
 from pimrl.rng import below, xorshift32
 
@@ -300,4 +300,25 @@ def owns_row(owner, s2, t):
     tasklet writes it) rather than from the snapshot."""
     o = owner[s2]
     return o == t or o == NO_OWNER
+
+
+@njit(cache=True, inline="always")
+def owner_output(q, vout, edges, own_lo, own_hi, is_q, is_int, eg, w, cmean, cmax, frac, nsat):
+    """A state owner's output after its updates, one gather for the host: V of its states
+    ``[own_lo, own_hi)`` into ``vout`` (the bootstrap's value: max for Q-learning, SARSA's
+    policy value), then its first and last rows (the ones another DPU may share, for the
+    host's merge) into ``edges``: ``nsat`` plus its saturations."""
+    n_actions = q.shape[1]
+    for st in range(own_lo, own_hi):
+        if is_q:
+            _, m = row_max(q, st)
+        elif is_int:
+            m, _, nsat = policy_value_i32(q, st, eg, w, st - own_lo, cmean, cmax, frac, nsat)
+        else:
+            m, _ = policy_value_f32(q, st, eg, w, st - own_lo, cmean, cmax)
+        vout[st - own_lo] = m
+    for k in range(n_actions):
+        edges[k] = q[own_lo, k]
+        edges[n_actions + k] = q[own_hi - 1, k]
+    return nsat
 

@@ -21,8 +21,8 @@ from numba import njit
 
 from pimrl.learners.kernels import (
     RAN, SEQ, STR, as_table, bootstrap, f32_scalar, fields_at, learning_rates_f32,
-    learning_rates_i32, next_index, outside_table, owns_row, policy_value_f32, policy_value_i32,
-    row_max, step_f32, step_i32, take_snapshot, target_i32,
+    learning_rates_i32, next_index, outside_table, owner_output, owns_row, policy_value_f32,
+    policy_value_i32, step_f32, step_i32, take_snapshot, target_i32,
     update_f32, update_f32_owned, update_i32, update_i32_owned,
 )
 from pimrl.learners.variants import (
@@ -47,7 +47,7 @@ from pimrl.rlkernel.mram import lane_split, records_in_place, records_valid, ste
 WIDE_LANE = 1 << 16
 
 
-def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bool):
+def build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bool):
     """The launch kernel of one variant for tables of ``n_actions`` actions: a numba closure
     whose flags and action count are compile-time constants (as the C kernel is built with
     ``-DN_ACTIONS``; the same update primitives as :func:`pimrl.learners.kernels.compiled`'s
@@ -77,8 +77,8 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
     # terminal ones in its up-front check instead of at each update (rows: per lane, at
     # each update).
     TERMINALS_PER_UPDATE = SAMPLING == RAN or not FAST or ROWS
-    # rows' fast kernel under SEQ with no draws runs the lanes in steps (see the loop); what
-    # each lane counts is then the same every epoch, and is counted once per launch
+    # rows' fast kernel under SEQ with no draws runs the lanes in steps, each lane's counts
+    # the same every epoch (counted once per launch)
     STEPPED = ROWS and FAST and SAMPLING == SEQ and not OWNED and not DRAW
 
     @njit(nogil=True, cache=True)
@@ -175,8 +175,7 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                 checked, terminal_records = records_valid(
                     pool_i32, pool_r, rec_base, rec_b, owner, tasklets if ROWS else 1,
                     n_records, ns_u, na_u, ROWS, CHECK_B)
-            # the stepped kernel takes only DPUs whose DMAs cannot fault: the general kernel's
-            # order (a lane at a time) says which fault comes first
+            # steps only where no DMA can fault (the lane-at-a-time order picks the first)
             if FAST and (not (direct and checked) or (STEPPED and (
                     misaligned or block_records * RECORD_BYTES > DMA_MAX))):
                 skipped[k] = 1                  # only its counters zeroed: the general
@@ -212,12 +211,9 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                         tcount[k, t, C_SNAP] += list_b[t + 1] - list_b[t]
                         tcount[k, t, C_LANE_EPOCHS] += 1
                     if STEPPED:
-                        # The lanes in steps, one update of every lane still running a step
-                        # (longest lanes first, so those are a prefix of ``order``). The lanes
-                        # write disjoint rows and read the others' from the snapshot, so any
-                        # interleaving gives the same tables; a lane's records share a range
-                        # of states, and one lane after the other each update waited on the
-                        # last through the table (2x the ring's time per update).
+                        # The lanes in steps, one update of each lane still running (longest
+                        # first: a prefix of ``order``) a step; any order gives the same
+                        # tables (docs/design.md, "Tasklet modes").
                         running = tasklets
                         for i in range(rec_b[order[0] + 1] - rec_b[order[0]]):
                             while rec_b[order[running - 1] + 1] - rec_b[order[running - 1]] <= i:
@@ -351,16 +347,10 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                             break
                     if fault:
                         break
-                for t in range(tasklets):
-                    n_terminal += tcount[k, t, C_TERMINAL]
-                    n_scanned += tcount[k, t, C_SCANNED]
-                    n_rng += tcount[k, t, C_RNG]
-                    n_below += tcount[k, t, C_BELOW]
-                    n_dma += tcount[k, t, C_DMA_R]
-                    n_dma_bytes += tcount[k, t, C_DMA_RB]
-                    n_snap += tcount[k, t, C_SNAP]
-                    n_sreads += tcount[k, t, C_SNAP_READS]
-                    n_wide += tcount[k, t, C_WIDE]
+                tot = tcount[k].sum(axis=0)         # the DPU's: its tasklets' together
+                (n_terminal, n_scanned, n_rng, n_below, n_dma, n_dma_bytes, n_snap, n_sreads,
+                 n_wide) = (tot[C_TERMINAL], tot[C_SCANNED], tot[C_RNG], tot[C_BELOW], tot[C_DMA_R],
+                            tot[C_DMA_RB], tot[C_SNAP], tot[C_SNAP_READS], tot[C_WIDE])
             else:
                 # Lanes: the DPU's records split evenly over tasklets, first n % T one longer.
                 base, extra = n_records // tasklets, n_records % tasklets
@@ -493,50 +483,17 @@ def _build_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bo
                     for t in range(tasklets):
                         if length[t] >= WIDE_LANE:
                             n_wide += params[P_EPOCHS] * length[t]
-            if OWNED and own_hi > own_lo:
-                # The owner's output, one gather for the host: its first and last rows (the
-                # ones another DPU may share, for the host's merge), then V of its states.
-                # Its values are the bootstrap's: max for Q-learning, SARSA's policy value.
-                for st in range(own_lo, own_hi):
-                    if IS_Q:
-                        _, m = row_max(q, st)
-                    elif IS_INT:
-                        m, _, n_sat = policy_value_i32(q, st, EG, wt, st - own_lo, cmean, cmax,
-                                                       frac, n_sat)
-                    else:
-                        m, _ = policy_value_f32(q, st, EG, wt, st - own_lo, cmean, cmax)
-                    vout[st - own_lo] = m
+            if OWNED and own_hi > own_lo:       # the owner's output, one gather for the host
+                n_sat = owner_output(q, vout, edges, own_lo, own_hi, IS_Q, IS_INT, EG, wt, cmean,
+                                     cmax, frac, n_sat)
                 n_scanned += (own_hi - own_lo) * n_actions
-                for kk in range(n_actions):
-                    edges[kk] = q[own_lo, kk]
-                    edges[n_actions + kk] = q[own_hi - 1, kk]
-            stats[C_SAT] = n_sat
-            stats[C_UPDATES] = n_updates
-            stats[C_TERMINAL] = n_terminal
-            stats[C_SCANNED] = n_scanned
-            stats[C_RNG] = n_rng
-            stats[C_BELOW] = n_below
-            stats[C_DMA_R] = n_dma
-            stats[C_DMA_RB] = n_dma_bytes
-            stats[C_STEPS] = n_updates
-            stats[C_SNAP] = n_snap
-            stats[C_SNAP_READS] = n_sreads
-            stats[C_LANE_EPOCHS] = (params[P_EPOCHS] * tasklets
-                                    if ROWS and params[P_EPOCH_CONTINUES] == 0 else 0)
-            stats[C_CONFLICTS] = n_conflicts
-            stats[C_WIDE] = n_wide
+            lane_epochs = (params[P_EPOCHS] * tasklets
+                           if ROWS and params[P_EPOCH_CONTINUES] == 0 else 0)
+            for c, v in ((C_SAT, n_sat), (C_UPDATES, n_updates), (C_TERMINAL, n_terminal),
+                         (C_SCANNED, n_scanned), (C_RNG, n_rng), (C_BELOW, n_below),
+                         (C_DMA_R, n_dma), (C_DMA_RB, n_dma_bytes), (C_STEPS, n_updates),
+                         (C_SNAP, n_snap), (C_SNAP_READS, n_sreads), (C_LANE_EPOCHS, lane_epochs),
+                         (C_CONFLICTS, n_conflicts), (C_WIDE, n_wide)):
+                stats[c] = v
 
     return launch
-
-
-_KERNELS: dict = {}
-
-
-def dpu_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bool = False):
-    """The compiled launch kernel of ``variant`` for ``n_actions`` actions, the fast or the
-    general one (see :func:`_build_kernel`; each built once per process, compiled on first
-    use)."""
-    key = (variant, bool(count_visits), int(n_actions), bool(fast))
-    if key not in _KERNELS:
-        _KERNELS[key] = _build_kernel(variant, count_visits, n_actions, fast)
-    return _KERNELS[key]

@@ -18,11 +18,24 @@ from pimrl.parallel import run_ranges
 from pimrl.partition import NO_OWNER, SPLIT
 from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, MRAM_BASE, DpuProgram, LaunchResult, Symbol
 from pimrl.rlkernel import costs as kcost
-from pimrl.rlkernel.launch import C_FAULT, C_STEPS, dpu_kernel
+from pimrl.rlkernel.launch import C_FAULT, C_STEPS, build_kernel
 from pimrl.rlkernel.layout import (
     DMA_MAX, DMA_MIN, FAULT_DMA, FAULT_RECORD, N_COUNTERS, RECORD_BYTES, align8, wram_advice,
     wram_layout,
 )
+
+
+_KERNELS: dict = {}
+
+
+def dpu_kernel(variant: Variant, count_visits: bool, n_actions: int, fast: bool = False):
+    """The compiled launch kernel of ``variant`` for ``n_actions`` actions, the fast or the
+    general one (:func:`pimrl.rlkernel.launch.build_kernel`; each built once per process,
+    compiled or loaded from numba's cache on first use)."""
+    key = (variant, bool(count_visits), int(n_actions), bool(fast))
+    if key not in _KERNELS:
+        _KERNELS[key] = build_kernel(variant, count_visits, n_actions, fast)
+    return _KERNELS[key]
 
 
 class RlProgram(DpuProgram):

@@ -377,4 +377,30 @@ class PimTrainer:
         self.hardware_ = hw
         if self.keep_dpu_tables:
             self.dpu_tables_ = tables if fresh else tables.copy()
+        self.report_ = self._report()
         return self
+
+    def _report(self) -> dict:
+        """The run's report (``report_``, the contract of :mod:`pimrl.backends`): its set-up,
+        the modelled (simulator) or measured (real DPUs) time of every phase, and what it
+        streamed or laid out where that applies."""
+        p = self.params
+        kernel = (self.kernel if isinstance(self.kernel, str)
+                  else getattr(self.kernel, "__name__", "custom"))
+        run = {"dpus": self.n_dpus, "tasklets": self.tasklets, "tasklet_mode": p.tasklet_mode,
+               "block_bytes": self.block_,
+               "conflicts": (self.conflicts_ if p.tasklet_mode == "unlocked"
+                             and kernel == "numba" else None),
+               "aggregate": self.aggregate, "kernel": kernel, "device": self.device,
+               "hardware": ("UPMEM (real DPUs)" if self.device == "upmem"
+                            else self.hardware_.name),
+               **self.timings_.as_dict(),
+               "saturations": self.saturations_, "n_updates": self.n_updates_,
+               "max_partition": int(np.diff(self.bounds_).max())}
+        if hasattr(self, "worker_transfers_"):
+            run["worker_transfers"] = self.worker_transfers_
+        if hasattr(self, "own_layout_"):      # own:R: whole table or each DPU's share
+            run.update(own_layout=self.own_layout_, program_states=self.program_states_)
+        if getattr(self, "windows_", None) is not None:    # records streamed in windows
+            run["windows"] = self.windows_.as_dict()
+        return run
