@@ -59,7 +59,7 @@ def child(argv) -> int:
     import pimrl.baselines.cpu as cpu
     from pimrl.cli import main
     from pimrl.learners.reference import OfflineLearner
-    from pimrl.swiftrl.dpus import DpuPackageSet
+    from pimrl.dpuset import DpuPackageSet
 
     ph = Phases()
     runs = [0]                  # fits begun: a scaling run's later fits mark "prep 2", ...

@@ -182,7 +182,7 @@ class Checkpoint:
 # ---------------------------------------------------------------------- the DPUs' side
 def _system_set(dpus):
     """The simulator's DPU set (:class:`pimrl.pim.system.DpuSet`) behind ``dpus``: the
-    trainer's :class:`~pimrl.swiftrl.dpus.DpuPackageSet`, or such a set itself (online)."""
+    trainers' :class:`~pimrl.dpuset.DpuPackageSet`."""
     return dpus._sim.system_set(dpus.set) if hasattr(dpus, "_sim") else dpus
 
 

@@ -19,7 +19,7 @@ from pimrl.data import generate_dataset
 from pimrl.envs import make
 from pimrl.learners.params import LearnerParams
 from pimrl.pim.cost import CATEGORIES
-from pimrl.swiftrl.dpus import DeviceError
+from pimrl.devices import DeviceError
 from pimrl.swiftrl.trainer import PimTrainer
 
 from conftest import REPO, SDK_STANDIN as STANDIN

@@ -86,7 +86,7 @@ sys.path.insert(0, sys.argv[3])
 import numpy as np
 import dpu
 assert not hasattr(dpu, "PIMRL_SIMULATOR")           # the SDK stand-in
-from pimrl.swiftrl.dpus import DpuPackageSet
+from pimrl.dpuset import DpuPackageSet
 
 dpus = DpuPackageSet(dpu, 2, sys.argv[1])
 dpus.push_all("iterations", np.array([int(sys.argv[2])], np.uint32))

@@ -237,7 +237,7 @@ def test_every_registry_is_one_registry_type():
     from pimrl.pim.hardware import PRESETS
     from pimrl.pim.programs import BUILTINS
     from pimrl.registry import Registry
-    from pimrl.swiftrl.dpus import DEVICES
+    from pimrl.devices import DEVICES
     from pimrl.swiftrl.trainer import KERNELS
 
     for reg in (EXECUTORS, REGISTRY, AGGREGATORS, ONLINE_KERNELS, PRESETS, BUILTINS, DEVICES,

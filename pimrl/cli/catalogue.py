@@ -110,9 +110,9 @@ def catalogue() -> list:
                        BACKENDS.describe())
     programs = Section("DPU programs", "--kernel", "pimrl.swiftrl.trainer.KERNELS",
                        KERNELS.describe())
-    from pimrl.swiftrl.dpus import DEVICES
+    from pimrl.devices import DEVICES
 
-    devices = Section("DPU devices", "--device", "pimrl.swiftrl.dpus.DEVICES", DEVICES.describe())
+    devices = Section("DPU devices", "--device", "pimrl.devices.DEVICES", DEVICES.describe())
     d = learner_defaults()
     learner = Section("learner choices", "--algo/--dtype/--sampling/--next-action",
                       "pimrl.learners.variants.AXES",

@@ -125,7 +125,7 @@ def register(subparsers) -> None:
                    help="threads of the modelled host (the PrIM server's 2 x Xeon Silver 4215) "
                    "for its aggregation or own:R's merges, host_aggregation_modelled_s and the "
                    "energy (default: its 16 cores; more threads count as the cores)")
-    from pimrl.swiftrl.dpus import DEVICES
+    from pimrl.devices import DEVICES
 
     g.add_argument("--device", choices=list(DEVICES), default=t["device"],
                    help="where the DPUs are: simulator (pimrl's, modelled times) or upmem (a "
@@ -324,7 +324,7 @@ def _run_train(args: argparse.Namespace, holder: dict | None = None) -> int:
     check_save_destinations(args)
     refuse_other_backends_options(args)
     if args.backend == "pim" and args.device == "upmem":
-        from pimrl.swiftrl.dpus import DeviceError, dpu_package
+        from pimrl.devices import DeviceError, dpu_package
 
         try:
             dpu_package("upmem")       # before any data is made: the SDK's package or a clear error

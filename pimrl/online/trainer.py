@@ -23,10 +23,9 @@ from pimrl.online.params import OnlineParams
 from pimrl.partition import even_bounds
 from pimrl.learners.aggregate import AGGREGATORS, float_to_raw, parse_aggregate, raw_scale
 from pimrl.learners.rounds import RoundLoop
-from pimrl.pim.cost import CATEGORIES
 from pimrl.pim.hardware import Hardware, get_hardware
 from pimrl.online.program import OnlineProgram
-from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME, Machine, dpu_alloc
+from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
 from pimrl.registry import Registry
 from pimrl.rng import lane_seed, lane_seeds
 
@@ -98,12 +97,13 @@ class OnlineRounds:
         n, k = len(words), self.round_steps[r]
         words[:, OP_STEPS] = k
         with dpus.phase("cpu_dpu" if r == 0 else "inter_dpu"):
-            dpus.scatter_to("params", 0, words.view(np.uint8).reshape(n, -1))
-        result = dpus.launch()
-        self.counters += result.counters
+            dpus.push_rows("params", words.view(np.uint8).reshape(n, -1))
+        dpus.run()
         self.done += int(k)
         raw_dtype = np.int32 if p0.dtype == "int32" else np.float32
         with dpus.phase("dpu_cpu" if last else "inter_dpu"):
+            # on real DPUs a read of the kernel's stats, booked with the gather
+            self.counters += dpus.counters(len(kernels.ONLINE_COUNTERS))
             self.raw = OnlineTrainer._gather_q(dpus, L, raw_dtype)
             visits = OnlineTrainer._gather_visits(dpus, L) if self.spec.needs_visits else None
         if self.independent:
@@ -123,10 +123,7 @@ class OnlineRounds:
         return {"steps_per_dpu": self.done, "env_steps": self.done * len(self.words)}
 
     def elapsed_s(self, last: bool) -> float:
-        ledger = self.dpus.alloc.ledger
-        if self.real:
-            return sum(ledger.measured_s.get(c, 0.0) for c in CATEGORIES)
-        return ledger.modelled_total_s
+        return self.dpus.elapsed_s()
 
     def table(self, r: int, last: bool):
         return self.q
@@ -143,7 +140,7 @@ class OnlineRounds:
 
         ckpt.check_scheme(meta, self.name, len(self.round_steps))
         ckpt.poke_dpus(self.dpus, arrays, self.heap)
-        ckpt.restore_ledger(self.dpus.alloc.ledger, meta)
+        ckpt.restore_ledger(self.dpus.ledger(), meta)
         start = int(meta["round"])
         self.counters = arrays["counters"].copy()
         if "visits_before" in arrays:
@@ -259,17 +256,19 @@ class OnlineTrainer:
         if self.placement is not None and self.checkpoint is not None:
             raise ValueError("--checkpoint: runs on the simulator in this process only "
                              "(--executor local)")
-        if real:        # the SDK's package first: a wrong one is reported before any build
-            from pimrl.devices import dpu_package
-            from pimrl.online.device import SdkOnlineSet, build_online_with_compiler
+        from pimrl.devices import dpu_package
+        from pimrl.dpuset import DpuPackageSet, SystemSetDpus
+
+        # the dpu package first: a wrong one is reported before any build
+        dpu = dpu_package(self.device) if self.placement is None else None
+        if real:        # kernels/online.c, built by the SDK's compiler
+            from pimrl.online.device import build_online_with_compiler
             from pimrl.online.program import online_layout
 
-            sdk = dpu_package(self.device)
             layout = online_layout(S, A, K, M, self.tasklets, hw, spec.needs_visits,
                                    self.force_mram)
             binary = build_online_with_compiler(p0.variant, layout)
             program = SimpleNamespace(layout=layout, path=binary, name=f"{p0.variant.name}-upmem")
-            dpus = SdkOnlineSet(sdk, n, binary)
         else:
             factory = ONLINE_KERNELS.get(self.kernel, self.kernel)
             if not callable(factory):
@@ -277,11 +276,12 @@ class OnlineTrainer:
                                  f"{' or '.join(ONLINE_KERNELS)}")
             program = factory(p0.variant, S, A, K, M, self.tasklets, hw,
                               count_visits=spec.needs_visits, force_mram=self.force_mram)
-            dpus = dpu_alloc(n, machine=Machine(hw)) if self.placement is None else \
-                self.placement(n, hw)
+        if self.placement is not None:
+            dpus = SystemSetDpus(self.placement(n, hw), program)
+        else:
+            dpus = DpuPackageSet(dpu, n, program.path if real else program, hw)
         L = program.layout
         try:
-            dpus.load(program)
             with dpus.phase("cpu_dpu"):
                 self._push_env(dpus, denvs, L, p0)
                 if len(set(plist)) == 1 and len(denvs) == 1:
@@ -290,17 +290,17 @@ class OnlineTrainer:
                     own = [denvs[d] if len(denvs) > 1 else denvs[0] for d in range(n)]
                     words = np.stack([p.words(e.max_episode_steps, e.n_start)
                                       for p, e in zip(plist, own)])
-                dpus.scatter_to("rng_state", 0, _lane_rng(plist, self.tasklets).view(np.uint8).reshape(n, -1))
-                dpus.broadcast_to("lanes", 0, kernels.new_lanes(1, self.tasklets).view(np.uint8).ravel())
+                dpus.push_rows("rng_state", _lane_rng(plist, self.tasklets).view(np.uint8).reshape(n, -1))
+                dpus.push_all("lanes", kernels.new_lanes(1, self.tasklets).view(np.uint8).ravel())
                 if not L.q_in_wram:                       # a zero table, rows padded to 8 B
-                    dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram,
-                                      np.zeros(S * L.row_bytes, dtype=np.uint8))
+                    dpus.push_all(DPU_MRAM_HEAP_POINTER_NAME,
+                                  np.zeros(S * L.row_bytes, dtype=np.uint8), L.q_mram)
                 if spec.needs_visits and L.visits_mram is not None:
-                    dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.visits_mram,
-                                      np.zeros(4 * S * A, dtype=np.uint8))
+                    dpus.push_all(DPU_MRAM_HEAP_POINTER_NAME, np.zeros(4 * S * A, dtype=np.uint8),
+                                  L.visits_mram)
             scheme = OnlineRounds(dpus, L, words, spec, p0, int(steps), self.agents, real,
                                   self._heap_ranges(L, spec.needs_visits))
-            loop = RoundLoop(spec.rounds, lambda: dpus.alloc.ledger,
+            loop = RoundLoop(spec.rounds, dpus.ledger,
                              "measured_s" if real else "modelled_s", self.on_round,
                              self.checkpoint)
             loop.run(scheme)
@@ -308,7 +308,7 @@ class OnlineTrainer:
             dpus.free()
         self.q_ = scheme.q
         self.raw_ = scheme.raw
-        self.timings_ = dpus.alloc.ledger
+        self.timings_ = dpus.ledger()
         self.timings_.measure("host_aggregation", loop.host_s)
         self.timings_.measure("host_evaluation", loop.eval_s)
         self.timings_.measure("run_wall" if real else "simulation_wall",
@@ -319,10 +319,10 @@ class OnlineTrainer:
         self.program_ = program
         self.layout_ = L
         self.hardware_ = hw
-        transfers = getattr(dpus, "transfers", None)
+        transfers = getattr(dpus.set, "transfers", None) if self.placement is not None else None
         if transfers is not None:        # a distributed set: its traffic with the workers
-            self.worker_transfers_ = dict(transfers, workers=list(dpus.workers),
-                                          dpus_per_worker=list(dpus.shard_dpus))
+            self.worker_transfers_ = dict(transfers, workers=list(dpus.set.workers),
+                                          dpus_per_worker=list(dpus.set.shard_dpus))
             self.timings_.measure("worker_transfer", transfers["transfer_measured_s"])
             self.timings_.measure("worker_launch", transfers["launch_measured_s"])
         self.env_steps_ = int(counters[:, kernels.OC_STEPS].sum())
@@ -353,35 +353,35 @@ class OnlineTrainer:
             starts.append(np.concatenate([s, pad]).view(np.uint8))
         where = (DPU_MRAM_HEAP_POINTER_NAME, L.env_mram) if not L.env_in_wram else ("env_table", 0)
         if len(denvs) == 1:
-            dpus.broadcast_to(*where, recs[0])
-            dpus.broadcast_to("start_table", 0, starts[0])
+            dpus.push_all(where[0], recs[0], where[1])
+            dpus.push_all("start_table", starts[0])
         else:
-            dpus.scatter_to(*where, np.stack(recs))
-            dpus.scatter_to("start_table", 0, np.stack(starts))
+            dpus.push_rows(where[0], np.stack(recs), where[1])
+            dpus.push_rows("start_table", np.stack(starts))
 
     @staticmethod
     def _gather_q(dpus, L, raw_dtype):
-        n, S, A = dpus.nr_dpus, L.n_states, L.n_actions
+        n, S, A = dpus.n_dpus, L.n_states, L.n_actions
         if L.q_in_wram:
-            return dpus.gather_from("q_table", 0, 4 * S * A).view(raw_dtype).reshape(n, S, A)
-        rows = dpus.gather_from(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram, S * L.row_bytes)
+            return dpus.pull_rows("q_table", 4 * S * A).view(raw_dtype).reshape(n, S, A)
+        rows = dpus.pull_rows(DPU_MRAM_HEAP_POINTER_NAME, S * L.row_bytes, L.q_mram)
         rows = rows.reshape(n, S, L.row_bytes)[:, :, :4 * A]
         return np.ascontiguousarray(rows).view(raw_dtype).reshape(n, S, A)
 
     @staticmethod
     def _gather_visits(dpus, L):
-        n, S, A = dpus.nr_dpus, L.n_states, L.n_actions
+        n, S, A = dpus.n_dpus, L.n_states, L.n_actions
         if L.visits_mram is None:
-            return dpus.gather_from("visits", 0, 4 * S * A).view(np.uint32).reshape(n, S, A).astype(np.int64)
-        return dpus.gather_from(DPU_MRAM_HEAP_POINTER_NAME, L.visits_mram, 4 * S * A).view(
+            return dpus.pull_rows("visits", 4 * S * A).view(np.uint32).reshape(n, S, A).astype(np.int64)
+        return dpus.pull_rows(DPU_MRAM_HEAP_POINTER_NAME, 4 * S * A, L.visits_mram).view(
             np.uint32).reshape(n, S, A).astype(np.int64)
 
     @staticmethod
     def _broadcast_q(dpus, L, raw):
         S, A = L.n_states, L.n_actions
         if L.q_in_wram:
-            dpus.broadcast_to("q_table", 0, raw)
+            dpus.push_all("q_table", raw)
         else:
             rows = np.zeros((S, L.row_bytes), dtype=np.uint8)
             rows[:, :4 * A] = np.ascontiguousarray(raw).view(np.uint8).reshape(S, 4 * A)
-            dpus.broadcast_to(DPU_MRAM_HEAP_POINTER_NAME, L.q_mram, rows.ravel())
+            dpus.push_all(DPU_MRAM_HEAP_POINTER_NAME, rows.ravel(), L.q_mram)

@@ -135,7 +135,7 @@ class OwnRounds:
                                                  self.n_actions)
 
     def run_round(self, r: int, last: bool) -> float:
-        from pimrl.swiftrl.dpus import add_tasklet_counters
+        from pimrl.dpuset import add_tasklet_counters
 
         dpus, params, n, host_s = self.dpus, self.params, len(self.params), 0.0
         params[:, P_EPOCHS] = self.round_epochs[r]
@@ -216,7 +216,8 @@ def fit_owned(trainer, factory, records, n_states, n_actions, rounds):
     from pimrl.learners.variants import Variant
     from pimrl.rlkernel.layout import RECORD_BYTES, wram_needed
     from pimrl.pim.system import DPU_MRAM_HEAP_POINTER_NAME
-    from pimrl.swiftrl.dpus import DpuPackageSet, check_resumable, dpu_package
+    from pimrl.devices import dpu_package
+    from pimrl.dpuset import DpuPackageSet, check_resumable
     from pimrl.swiftrl.records import dpu_record_matrix, rows_layout
 
     t_start = time.perf_counter()

@@ -1,7 +1,7 @@
 """The host side of a PIM training run: partition, push, launch, gather, aggregate.
 
 ``PimTrainer(...).fit(records, n_states, n_actions)`` drives a DPU set through the UPMEM
-SDK's Python host API (the ``dpu`` package, by way of :mod:`pimrl.swiftrl.dpus`) exactly as
+SDK's Python host API (the ``dpu`` package, by way of :mod:`pimrl.dpuset`) exactly as
 a host program would, and leaves the aggregated table in ``q_`` and the times in
 ``timings_``: modelled on pimrl's simulator (``device="simulator"``), measured on real DPUs
 (``device="upmem"``, with the SDK's ``dpu`` package).
@@ -25,9 +25,8 @@ from pimrl.rlkernel import costs as kcost
 from pimrl.rlkernel.layout import RECORD_BYTES
 from pimrl.rlkernel.program import RlProgram
 from pimrl.rng import lane_seeds
-from pimrl.swiftrl.dpus import (
-    DEVICES, DpuPackageSet, SystemSetDpus, add_tasklet_counters, check_resumable, dpu_package,
-)
+from pimrl.devices import DEVICES, dpu_package
+from pimrl.dpuset import DpuPackageSet, SystemSetDpus, add_tasklet_counters, check_resumable
 from pimrl.swiftrl.records import check_dpu_records, dpu_records, partition_records
 from pimrl.swiftrl.windows import WindowStream, check_window, plan_windows
 
@@ -154,7 +153,7 @@ class PimTrainer:
     ``keep_dpu_tables=True``, ``dpu_tables_`` (raw per-DPU tables after the last round).
     ``kernel`` names the DPU program (a key of ``KERNELS``) or is a factory with their
     signature. ``block_bytes``: the kernel's DMA block; None takes 2,048 B, or the largest
-    block whose buffers fit WRAM beside the kernel's globals (``block_`` says which). ``device`` (a key of :data:`~pimrl.swiftrl.dpus.DEVICES`) says where the DPUs
+    block whose buffers fit WRAM beside the kernel's globals (``block_`` says which). ``device`` (a key of :data:`~pimrl.devices.DEVICES`) says where the DPUs
     are: ``simulator`` (pimrl's ``dpu`` package; ``timings_.modelled_s`` holds the modelled
     PrIM phases) or ``upmem`` (the SDK's ``dpu`` package on a UPMEM machine; the C kernel
     built by the SDK's compiler; ``timings_.measured_s`` holds each phase's host wall clock

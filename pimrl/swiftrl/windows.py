@@ -251,7 +251,7 @@ class FileSlices:
 
 
 class WindowStream:
-    """Pushes a run's windows to its DPUs (a :class:`~pimrl.swiftrl.dpus.DpuPackageSet` or
+    """Pushes a run's windows to its DPUs (a :class:`~pimrl.dpuset.DpuPackageSet` or
     ``SystemSetDpus``): ``push(w)`` lays out window ``w`` and pushes, as CPU-DPU transfers,
     its records to the MRAM heap, in tasklet mode rows the lanes' offsets (``lane_bounds``,
     the state lists kept), and ``params`` for one epoch of the window's records.

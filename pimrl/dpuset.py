@@ -1,14 +1,16 @@
-"""The trainer's DPU set: what :class:`~pimrl.swiftrl.trainer.PimTrainer` asks of its DPUs,
-said in the UPMEM SDK's Python host API (the ``dpu`` package, docs/python-api.md).
+"""The trainers' DPU set: what :class:`~pimrl.swiftrl.trainer.PimTrainer` and
+:class:`~pimrl.online.trainer.OnlineTrainer` ask of their DPUs, said in the UPMEM SDK's
+Python host API (the ``dpu`` package, docs/python-api.md).
 
 :class:`DpuPackageSet` uses nothing but that API: ``DpuSet(nr_dpus=, profile=, binary=)``,
 ``copy`` to the DPUs (one buffer per DPU, or one for all: a broadcast) and from them (one
-writable buffer per DPU), symbol names, ``exec()`` and ``free()``. Two packages answer it:
+writable buffer per DPU), at an offset of a symbol, ``exec()`` and ``free()``. Two packages
+answer it:
 
 - pimrl's ``dpu`` (``dpu.PIMRL_SIMULATOR``), the simulator, on the ``simulator`` device.
-  There the trainer also uses four calls of pimrl's extension :mod:`dpu.simulator`, for
-  what hardware has no notion of: ``load`` (a program object built in this process: the
-  numba kernel, or the C kernel with its work counters), ``phase`` (which PrIM category
+  There the trainers also use four calls of pimrl's extension :mod:`dpu.simulator`, for
+  what hardware has no notion of: ``load`` (a program object built in this process: a
+  numba kernel, or a C kernel with its work counters), ``phase`` (which PrIM category
   the modelled ledger books the transfers of a block as: the gathers and broadcasts
   between rounds are inter-DPU), ``last_launch`` (the launch's work counters, which the
   simulator reports without a transfer the modelled run does not make) and ``ledger``
@@ -17,7 +19,7 @@ writable buffer per DPU), symbol names, ``exec()`` and ``free()``. Two packages 
 - the UPMEM SDK's ``dpu`` on a UPMEM machine, on the ``upmem`` device. No modelled time
   exists there: each phase is timed with the host's wall clock, into the ledger's
   ``measured_s`` under the PrIM category's name (``modelled_s`` stays empty), and the work
-  counters are read from the kernel's ``stats`` symbol with the tables.
+  counters are read from the kernel's ``stats`` symbol.
 
 :class:`SystemSetDpus` drives a set that is not in this process (a
 :class:`~pimrl.pim.distributed.DaskPlacement` spreads the ranks of one
@@ -33,7 +35,7 @@ import time
 import numpy as np
 
 from pimrl.pim import cost
-from pimrl.devices import DEVICES, DeviceError, dpu_package  # noqa: F401  (named here too)
+from pimrl.devices import DeviceError
 
 class DpuPackageSet:
     """``n_dpus`` DPUs through a ``dpu`` package: pimrl's simulator, or the SDK's hardware.
@@ -74,21 +76,25 @@ class DpuPackageSet:
         in one copy (``dpu.simulator.rows``), on hardware ``list(matrix)``."""
         return self._sim.rows(matrix) if self.modelled else list(matrix)
 
-    def push_rows(self, symbol: str, rows: np.ndarray) -> None:
-        """Row ``i`` of ``rows`` (uint8, one row per DPU) into DPU ``i``'s ``symbol``."""
-        self.set.copy(symbol, self._rows(rows))       # numpy row views: no copy here
+    def push_rows(self, symbol: str, rows: np.ndarray, offset: int = 0) -> None:
+        """Row ``i`` of ``rows`` (uint8, one row per DPU) into DPU ``i``'s ``symbol`` at
+        ``offset``."""
+        rows = np.asarray(rows)
+        if not rows.flags.writeable:            # the SDK's copy takes writable buffers only
+            rows = rows.copy()
+        self.set.copy(symbol, self._rows(rows), offset=int(offset))   # row views: no copy
 
-    def push_all(self, symbol: str, data: np.ndarray) -> None:
-        """The same bytes into every DPU's ``symbol`` (a broadcast)."""
+    def push_all(self, symbol: str, data: np.ndarray, offset: int = 0) -> None:
+        """The same bytes into every DPU's ``symbol`` at ``offset`` (a broadcast)."""
         buf = np.ascontiguousarray(data)
         if not buf.flags.writeable:             # the SDK's copy takes writable buffers only
             buf = buf.copy()
-        self.set.copy(symbol, buf.view(np.uint8).ravel())
+        self.set.copy(symbol, buf.view(np.uint8).ravel(), offset=int(offset))
 
-    def pull_rows(self, symbol: str, nbytes: int) -> np.ndarray:
-        """The first ``nbytes`` of every DPU's ``symbol``: (n_dpus, nbytes) uint8."""
+    def pull_rows(self, symbol: str, nbytes: int, offset: int = 0) -> np.ndarray:
+        """``nbytes`` of every DPU's ``symbol`` from ``offset``: (n_dpus, nbytes) uint8."""
         out = np.empty((self.n_dpus, nbytes), dtype=np.uint8)
-        self.set.copy(self._rows(out), symbol)
+        self.set.copy(self._rows(out), symbol, offset=int(offset))
         return out
 
     def peek_rows(self, symbol: str, nbytes: int) -> np.ndarray:
@@ -178,14 +184,14 @@ class SystemSetDpus:
             system_set.free()
             raise
 
-    def push_rows(self, symbol, rows):
-        self.set.scatter_to(symbol, 0, rows)
+    def push_rows(self, symbol, rows, offset=0):
+        self.set.scatter_to(symbol, offset, rows)
 
-    def push_all(self, symbol, data):
-        self.set.broadcast_to(symbol, 0, data)
+    def push_all(self, symbol, data, offset=0):
+        self.set.broadcast_to(symbol, offset, data)
 
-    def pull_rows(self, symbol, nbytes):
-        return self.set.gather_from(symbol, 0, nbytes)
+    def pull_rows(self, symbol, nbytes, offset=0):
+        return self.set.gather_from(symbol, offset, nbytes)
 
     def run(self):
         self._last = self.set.launch()
