@@ -84,9 +84,10 @@ class GpuTrainer:
     its tasklets as ``lanes`` it learns exactly the DPUs' tables and averages them as
     ``mean`` does. Timed by CUDA events on a real GPU; in numba's CUDA simulator
     (``NUMBA_ENABLE_CUDASIM=1``) the tables are computed and nothing is timed. ``result_``
-    holds the :class:`~pimrl.baselines.gpu.GpuResult`."""
+    holds the :class:`~pimrl.baselines.gpu.GpuResult`. The defaults are ``PimTrainer``'s
+    (64 DPUs of 16 tasklets)."""
 
-    def __init__(self, params: LearnerParams, partitions: int = 2000, lanes: int = 16,
+    def __init__(self, params: LearnerParams, partitions: int = 64, lanes: int = 16,
                  threads_per_block: int = 64, repeats: int = 1):
         self.params = params
         self.partitions = partitions
