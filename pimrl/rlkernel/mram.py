@@ -9,7 +9,8 @@ import numpy as np
 from numba import njit
 
 from pimrl.learners.records import fields_at, outside_table
-from pimrl.partition import NO_OWNER, SPLIT
+from pimrl.learners.updates import owns_row
+from pimrl.partition import SPLIT
 from pimrl.pim.memory import PAGE_BYTES, PAGE_SHIFT
 from pimrl.rlkernel.costs import C
 from pimrl.rlkernel.layout import N_COUNTERS, RECORD_BYTES
@@ -95,7 +96,7 @@ def stepped_lanes(pool_i32, pool_r, rec_base, rec_b, owner, tasklets, block_reco
             _, _, _, s2, _, term = fields_at(pool_i32, pool_r, np.uint64(rec_base + 4 * rec))
             if term:
                 term_n += 1
-            elif owner[s2] == t or owner[s2] == NO_OWNER:
+            elif owns_row(owner, s2, t):
                 live_n += 1
             else:
                 snap_n += 1
