@@ -16,7 +16,6 @@ from pimrl.cli.checkpoints import checkpoint_every, make_checkpoint
 from pimrl.cli.train_report import print_report, scaling_table
 
 
-
 def _block_bytes(text: str) -> int:
     """--block-bytes: a DMA block, 16 to 2,048 B in whole 16-byte records (refused by the
     parser, before any DPU is simulated)."""
@@ -168,8 +167,8 @@ def register(subparsers) -> None:
     add_online_arguments(p)
     # --online refuses these (rather than ignore them) when given a value of their own
     offline = ("--transitions", "--data-seed", "--backend", "--threads", "--partitions",
-               "--repeats", "--threads-per-block", "--partition", "--shuffle-seed", "--block-bytes", "--max-memory",
-               "--host-threads", "--mram-window")
+               "--repeats", "--threads-per-block", "--partition", "--shuffle-seed",
+               "--block-bytes", "--max-memory", "--host-threads", "--mram-window")
     # and offline training refuses the online ones
     online = ("--steps", "--agents", "--map-per-dpu", "--grid", "--epsilon-end",
               "--decay-steps", "--tolerance", "--cpu-baseline", "--force-mram")
