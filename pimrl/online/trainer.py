@@ -80,12 +80,11 @@ class OnlineRounds:
     ``counters`` (summed over the launches). ``heap``: the MRAM heap ranges a checkpoint
     keeps (:meth:`OnlineTrainer._heap_ranges`)."""
 
-    def __init__(self, dpus, layout, words, spec, p0, steps: int, agents: str, real: bool,
-                 heap: dict):
+    def __init__(self, dpus, layout, words, spec, p0, steps: int, agents: str, heap: dict):
         self.dpus, self.layout, self.words, self.spec, self.p0 = dpus, layout, words, spec, p0
         self.name = f"online-{agents}"
         self.independent = agents == "independent"
-        self.real, self.heap = real, heap
+        self.heap = heap
         self.round_steps = np.diff(even_bounds(steps, spec.rounds))
         self.counters = np.zeros((len(words), len(kernels.ONLINE_COUNTERS)), dtype=np.int64)
         self.visits_before = 0
@@ -298,7 +297,7 @@ class OnlineTrainer:
                 if spec.needs_visits and L.visits_mram is not None:
                     dpus.push_all(DPU_MRAM_HEAP_POINTER_NAME, np.zeros(4 * S * A, dtype=np.uint8),
                                   L.visits_mram)
-            scheme = OnlineRounds(dpus, L, words, spec, p0, int(steps), self.agents, real,
+            scheme = OnlineRounds(dpus, L, words, spec, p0, int(steps), self.agents,
                                   self._heap_ranges(L, spec.needs_visits))
             loop = RoundLoop(spec.rounds, dpus.ledger,
                              "measured_s" if real else "modelled_s", self.on_round,
