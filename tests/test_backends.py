@@ -46,10 +46,14 @@ def test_every_backend_fits_to_one_contract(name, options):
     assert np.array_equal(alone.q_, OfflineLearner(p).fit(RECORDS, S, A).q_)
 
 
-def test_backends_are_listed_with_their_options():
+def test_backends_are_listed_with_their_options(capsys):
+    """``pimrl list --json`` names every backend; the GPU takes its
+    partitions from ``--dpus``."""
     assert list(BACKENDS) == ["reference", "cpu", "gpu", "pim"]
     assert BACKENDS.entries["gpu"].flags["options"]["partitions"] == "dpus"
     assert main(["list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)["training backends"]
+    assert all(name in json.dumps(listing) for name in BACKENDS)
 
 
 def _train(*argv, env=None):
